@@ -1,0 +1,67 @@
+"""Requirements shared by every DeepGEMM mega-MoE variant (SM90 and SM100).
+
+Facts: ``shared/reference/kernels.md`` §0-§1 and ``vllm-0.33.md`` §2.3 (headers of the
+vendored DeepGEMM 2.8.1: ``layout/sym_buffer.cuh`` kNumMaxRanks = 72, ``layout/mega_moe.cuh``
+experts <= 2048 and <= 512 per rank, ``kNumTopk <= 32``).
+"""
+
+from __future__ import annotations
+
+from moe_oracle.rules import Check
+from moe_oracle.rules import checks as c
+
+BACKEND = "deep_gemm_mega_moe"
+MAX_RANKS = 72
+MAX_EXPERTS = 2048
+MAX_EXPERTS_PER_RANK = 512
+MAX_TOPK = 32
+
+_LAYOUT = ("vllm-0.33.md §2.3 (DeepGEMM include/layout/mega_moe.cuh, sym_buffer.cuh)",)
+
+
+def common_checks() -> tuple[Check, ...]:
+    """Topology, expert and activation rules every DeepGEMM mega kernel shares."""
+    return (
+        c.topk_at_most(MAX_TOPK, why="top-k (+ fused shared experts) must fit in one warp", sources=_LAYOUT),
+        c.experts_divisible_by_ep(("kernels.md §1: E % num_ranks == 0 (csrc/apis/mega.hpp)",)),
+        c.experts_at_most(MAX_EXPERTS, MAX_EXPERTS_PER_RANK, _LAYOUT),
+        c.ep_only(("kernels.md §1: EP-only, full intermediate per expert",)),
+        c.ep_in_domain(
+            MAX_RANKS,
+            scope="DeepGEMM kNumMaxRanks, one NVL72 domain",
+            sources=("vllm-0.33.md §2.10 (symmetric-memory rendezvous over the EP group)", *_LAYOUT),
+        ),
+        c.entry_points(
+            "torch",
+            all_of=("distributed._symmetric_memory",),
+            provided_by="torch >= 2.9 with torch.distributed._symmetric_memory",
+            sources=("kernels.md §9",),
+        ),
+        c.library_version(
+            "torch",
+            ">=2.9",
+            why="DeepGEMM mega kernels allocate torch symmetric memory",
+            sources=("kernels.md §1: PyTorch >= 2.9 (symmetric memory)",),
+        ),
+    )
+
+
+def sm100_activation(kinds: tuple[str, ...] = ("swiglu",)) -> Check:
+    """vLLM's DeepGEMM fork (2.8.1): swiglu with clamp and alpha/beta; situ on the fp8xfp4/fp8xfp8 rows
+    (vllm-0.33.md §2.1 MegaMoEWeightFormat activations, §5.2 signatures)."""
+    return c.activation(
+        clamp=True,
+        alpha_beta=True,
+        kinds=kinds,
+        sources=("vllm-0.33.md §2.1 MegaMoEActivation; §5.2 fp8_fp4_mega_moe(activation_alpha, activation_beta)",),
+    )
+
+
+def sm90_activation() -> Check:
+    """DeepGEMM PR #323 SM90 kernels: swiglu with clamp only (kernels.md §0 host asserts)."""
+    return c.activation(
+        clamp=True,
+        alpha_beta=False,
+        kinds=("swiglu",),
+        sources=("kernels.md §0: sm90_mega.hpp asserts activation == 'swiglu'",),
+    )

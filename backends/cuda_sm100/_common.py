@@ -1,0 +1,39 @@
+"""Rules shared by the SM100 variants."""
+
+from __future__ import annotations
+
+from moe_oracle.rules import Check
+from moe_oracle.rules import checks as c
+from moe_oracle.spec.device import Arch
+
+ARCHS = (Arch.SM100, Arch.SM103)
+VLLM_GATE = "vllm-0.33.md §2.2: check_deep_gemm_mega_moe_supported (SM 10.x family, H and I % 128)"
+SGL_SHAPES = "kernels.md §5: SGLang check_mega_moe_shapes (H % 16*group, I % 128 or 16*group)"
+
+
+def arch_check(kernel: str) -> Check:
+    return c.arch_in(
+        ARCHS,
+        kernel=kernel,
+        remediation="On SM90 use the deep_gemm_mega_moe sm90_* variants; on gfx950 aiter_mega_moe.",
+        sources=(VLLM_GATE, "kernels.md §1: arch_major == 10 only"),
+    )
+
+
+def shape_checks(hidden: int, inter: int, why_h: str, why_i: str) -> tuple[Check, ...]:
+    return (
+        c.multiple_of(
+            "hidden_size",
+            hidden,
+            why=why_h,
+            remediation="No fused SM100 kernel for this hidden size; use a non-fused backend.",
+            sources=(VLLM_GATE, SGL_SHAPES),
+        ),
+        c.multiple_of(
+            "moe_intermediate_size",
+            inter,
+            why=why_i,
+            remediation="No fused SM100 kernel for this intermediate size; use a non-fused backend.",
+            sources=(VLLM_GATE, SGL_SHAPES),
+        ),
+    )

@@ -1,0 +1,46 @@
+"""Capability declaration of ``deep_gemm_mega_moe:sm100_bf16``: DeepGEMM ``bf16_mega_moe``."""
+
+from __future__ import annotations
+
+from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
+
+from moe_oracle.model.types import QuantSpec, WeightFormat
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import checks as c
+
+
+def _bf16(q: QuantSpec) -> bool:
+    return q.format is WeightFormat.BF16
+
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="sm100_bf16",
+    target="cuda_sm100",
+    summary="Blackwell BF16 mega-MoE",
+    weights="bf16",
+    activations="BF16",
+    kernel="deep_gemm.bf16_mega_moe",
+    checks=(
+        arch_check("DeepGEMM bf16_mega_moe"),
+        c.weight_format(
+            _bf16,
+            wants="bf16",
+            remediation="Quantized experts take the matching sm100 variant.",
+            sources=("vllm-0.33.md §2.1: MEGA_MOE_BF16 row",),
+        ),
+        *shape_checks(128, 128, "DeepGEMM and vLLM host checks", "DeepGEMM and vLLM host checks"),
+        *common_checks(),
+        sm100_activation(),
+        c.entry_points(
+            "deep_gemm",
+            all_of=("bf16_mega_moe", "get_symm_buffer_for_mega_moe"),
+            provided_by="DeepGEMM >= 2.4.2 or vLLM >= 0.33 (vendored)",
+            sources=("kernels.md §1",),
+        ),
+    ),
+    sources=("kernels.md §1", "vllm-0.33.md §5.2"),
+    runtime="moe_oracle_backends.cuda_sm100.bf16.backend:Sm100Bf16MegaMoE",
+    priority=40,
+)

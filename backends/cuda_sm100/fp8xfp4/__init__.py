@@ -1,0 +1,1 @@
+"""``deep_gemm_mega_moe:sm100_fp8xfp4``."""

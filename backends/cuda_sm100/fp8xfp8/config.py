@@ -1,0 +1,62 @@
+"""Capability declaration of ``deep_gemm_mega_moe:sm100_fp8xfp8``.
+
+DeepGEMM ``fp8_fp4_mega_moe`` with mma_type ``fp8xfp8`` (vLLM's ``MEGA_MOE_MXFP8`` row): MXFP8
+weights (E4M3, UE8M0 per 32), MXFP8 activations. FP8 block checkpoints with UE8M0 block scales
+re-lay to 1x32 groups exactly (each block scale repeats over its groups, as vLLM's
+``_pack_scale`` does); FP32 block scales would need a lossy requantization.
+"""
+
+from __future__ import annotations
+
+from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
+
+from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import checks as c
+
+
+def _mxfp8_compatible(q: QuantSpec) -> bool:
+    if q.scale_format is not ScaleFormat.UE8M0 or q.block is None:
+        return False
+    if q.format is WeightFormat.MXFP8:
+        return q.block == (1, 32)
+    return q.format is WeightFormat.FP8_BLOCK and q.block[1] % 32 == 0
+
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="sm100_fp8xfp8",
+    target="cuda_sm100",
+    summary="Blackwell MXFP8 x MXFP8 mega-MoE",
+    weights="mxfp8 g32 ue8m0, or fp8_block with ue8m0 scales (exact re-layout)",
+    activations="MXFP8 (E4M3, UE8M0 per 32)",
+    kernel="deep_gemm.fp8_fp4_mega_moe (mma_type fp8xfp8)",
+    checks=(
+        arch_check("DeepGEMM fp8_fp4_mega_moe (fp8xfp8)"),
+        c.weight_format(
+            _mxfp8_compatible,
+            wants="mxfp8 g32 ue8m0 or fp8_block with ue8m0 scales",
+            remediation="FP8 blocks with FP32 scales need a lossy requantization to UE8M0; "
+            "use another backend or a UE8M0-scaled checkpoint.",
+            sources=("vllm-0.33.md §2.1: MEGA_MOE_MXFP8 row; §2.4 _pack_scale", "vllm-0.33.md §4.1 Step5"),
+        ),
+        *shape_checks(
+            512,
+            512,
+            "SGLang check_mega_moe_shapes: 16 x scale group 32 (stricter than DeepGEMM's 128)",
+            "SGLang check_mega_moe_shapes: 16 x scale group 32 (stricter than DeepGEMM's 128)",
+        ),
+        *common_checks(),
+        sm100_activation(("swiglu", "situ")),
+        c.entry_points(
+            "deep_gemm",
+            all_of=("fp8_fp4_mega_moe", "get_symm_buffer_for_mega_moe"),
+            provided_by="DeepGEMM with mma_type fp8xfp8 (vLLM's fork, vLLM >= 0.33 vendored)",
+            sources=("kernels.md §1 forks",),
+        ),
+    ),
+    sources=("vllm-0.33.md §2.1",),
+    runtime="moe_oracle_backends.cuda_sm100.fp8xfp8.backend:Sm100Fp8Fp8MegaMoE",
+    priority=20,
+)

@@ -1,0 +1,56 @@
+"""Capability declaration of ``deep_gemm_mega_moe:sm100_nvfp4``.
+
+DeepGEMM ``nvfp4_mega_moe`` with ``NVFP4SymmBuffer`` (vLLM's DeepGEMM fork, vendored in vLLM
+0.33): NVFP4 weights (E2M1, E4M3 per 16, per-expert FP32 global scale), NVFP4 activations with
+per-token FP32 scales.
+"""
+
+from __future__ import annotations
+
+from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
+
+from moe_oracle.model.types import QuantSpec, WeightFormat
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import checks as c
+
+
+def _nvfp4(q: QuantSpec) -> bool:
+    return q.format is WeightFormat.NVFP4 and q.block == (1, 16)
+
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="sm100_nvfp4",
+    target="cuda_sm100",
+    summary="Blackwell NVFP4 x NVFP4 mega-MoE",
+    weights="nvfp4 g16 e4m3 + global scale",
+    activations="NVFP4 (E4M3 per 16, per-token FP32 scale)",
+    kernel="deep_gemm.nvfp4_mega_moe",
+    checks=(
+        arch_check("DeepGEMM nvfp4_mega_moe"),
+        c.weight_format(
+            _nvfp4,
+            wants="nvfp4 g16 e4m3",
+            remediation="Use an NVFP4 (ModelOpt) checkpoint, or the variant matching the expert format.",
+            sources=("vllm-0.33.md §2.1: MEGA_MOE_NVFP4 row",),
+        ),
+        *shape_checks(
+            256,
+            256,
+            "SGLang check_mega_moe_shapes: 16 x scale group 16 (stricter than DeepGEMM's 128)",
+            "SGLang check_mega_moe_shapes: 16 x scale group 16 (stricter than DeepGEMM's 128)",
+        ),
+        *common_checks(),
+        sm100_activation(),
+        c.entry_points(
+            "deep_gemm",
+            all_of=("nvfp4_mega_moe", "NVFP4SymmBuffer"),
+            provided_by="vLLM's DeepGEMM fork (vendored in vLLM >= 0.33)",
+            sources=("vllm-0.33.md §5.2",),
+        ),
+    ),
+    sources=("vllm-0.33.md §2.1, §2.8",),
+    runtime="moe_oracle_backends.cuda_sm100.nvfp4.backend:Sm100Nvfp4MegaMoE",
+    priority=30,
+)

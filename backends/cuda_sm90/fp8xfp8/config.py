@@ -1,0 +1,76 @@
+"""Capability declaration of ``deep_gemm_mega_moe:sm90_fp8xfp8``.
+
+DeepGEMM ``fp8_mega_moe`` (recipe (128, 128, 128)): FP8 E4M3 weights with FP32 128x128 block
+scales, activations FP8 with one FP32 scale per 128 channels. Shipped in sgl-deep-gemm >= 0.2.0
+and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that h200.md built.
+"""
+
+from __future__ import annotations
+
+from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
+
+from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import checks as c
+from moe_oracle.spec.device import Arch
+
+_HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
+
+
+def _fp8_block_128(q: QuantSpec) -> bool:
+    return (
+        q.format is WeightFormat.FP8_BLOCK
+        and q.block == (128, 128)
+        and q.scale_format in (ScaleFormat.FP32, ScaleFormat.UE8M0)
+    )
+
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="sm90_fp8xfp8",
+    target="cuda_sm90",
+    summary="Hopper FP8 x FP8 block-128 mega-MoE",
+    weights="fp8_block 128x128 (fp32 or ue8m0 scales)",
+    activations="FP8 E4M3, FP32 scale per 128",
+    kernel="deep_gemm.fp8_mega_moe",
+    checks=(
+        c.arch_in(
+            (Arch.SM90,),
+            kernel="DeepGEMM fp8_mega_moe",
+            remediation="On SM100 use deep_gemm_mega_moe:sm100_fp8xfp8; elsewhere a non-fused backend.",
+            sources=(_HOST,),
+        ),
+        c.weight_format(
+            _fp8_block_128,
+            wants="fp8_block 128x128 with fp32 or ue8m0 scales",
+            remediation="Use an FP8 block-128 checkpoint (e.g. *-FP8), or an MXFP4 one with sm90_fp8xfp4.",
+            sources=(_HOST, "kernels.md §5: SGLang SM90 branch runs FP8 block-128 experts"),
+        ),
+        c.multiple_of(
+            "hidden_size",
+            256,
+            why="combine vectorization in sm90_mega.hpp",
+            remediation="No fused SM90 FP8 kernel for this hidden size; use a non-fused backend.",
+            sources=(_HOST,),
+        ),
+        c.multiple_of(
+            "moe_intermediate_size",
+            128,
+            why="sm90_mega.hpp host check",
+            remediation="No fused SM90 FP8 kernel for this intermediate size; use a non-fused backend.",
+            sources=(_HOST,),
+        ),
+        *common_checks(),
+        sm90_activation(),
+        c.entry_points(
+            "deep_gemm",
+            all_of=("fp8_mega_moe",),
+            any_of=("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe"),
+            provided_by="sgl-deep-gemm >= 0.2.0, DeepGEMM nv_dev, or a DeepGEMM PR #323 build",
+            sources=("kernels.md §0, §9",),
+        ),
+    ),
+    sources=(_HOST, "h200.md §4 (measured at EP=1)"),
+    runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
+    priority=10,
+)

@@ -1,0 +1,45 @@
+"""Capability declaration of ``aiter_mega_moe:gfx950_a4w4``.
+
+Newer AITER ``MegaMoEV2(quant="a4w4")`` runs only through ``MegaMoEInterNodeBackend`` at
+world size 16 on gfx950 (two MI355X nodes); MXFP4 weights and activations.
+"""
+
+from __future__ import annotations
+
+from moe_oracle_backends.rocm_mi355._common import BACKEND, common_checks
+
+from moe_oracle.rules import ReasonCode, VariantSpec
+from moe_oracle.rules import checks as c
+
+_NEWER = "kernels.md §2: mega_moe_v2.py @03447f9f (a4w4 only for world_size == 16)"
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="gfx950_a4w4",
+    target="rocm_mi355",
+    summary="MI355X MXFP4 x MXFP4 MegaMoEV2, EP16 over two nodes",
+    weights="mxfp4 g32 e8m0",
+    activations="MXFP4 (E2M1, E8M0 per 32), quantized in kernel",
+    kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a4w4')",
+    checks=(
+        *common_checks(),
+        c.ep_size_in((16,), why="a4w4 runs only through the inter-node backend at world size 16", sources=(_NEWER,)),
+        c.scenario_predicate(
+            ReasonCode.EP_SIZE_UNSUPPORTED,
+            lambda sc: sc.deployment.topology.nodes == 2,
+            rule="nodes == 2",
+            message=lambda sc: f"{sc.deployment.topology.nodes} node(s); a4w4 is EP16 across two 8-GPU nodes",
+            remediation="Deploy on two MI355X nodes with --ep 16, or use gfx950_a8w4 within one node.",
+            sources=(_NEWER,),
+        ),
+        c.entry_points(
+            "aiter",
+            all_of=("MegaMoEInterNodeBackend",),
+            provided_by="an aiter newer than v0.1.20 with MegaMoEInterNodeBackend",
+            sources=(_NEWER,),
+        ),
+    ),
+    sources=(_NEWER,),
+    runtime="moe_oracle_backends.rocm_mi355.a4w4.backend:AiterA4W4MegaMoE",
+    priority=20,
+)

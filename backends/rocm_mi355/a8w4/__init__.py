@@ -1,0 +1,1 @@
+"""``aiter_mega_moe:gfx950_a8w4``."""

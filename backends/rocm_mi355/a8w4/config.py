@@ -1,0 +1,33 @@
+"""Capability declaration of ``aiter_mega_moe:gfx950_a8w4``.
+
+AITER ``MegaMoEV2(quant="a8w4")``: MXFP4 weights, MXFP8 activations quantized inside the
+kernel, intranode dispatch/combine over XGMI (1 <= world_size <= 8), one node.
+"""
+
+from __future__ import annotations
+
+from moe_oracle_backends.rocm_mi355._common import AITER_SRC, BACKEND, common_checks
+
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import checks as c
+
+VARIANT = VariantSpec(
+    backend=BACKEND,
+    variant="gfx950_a8w4",
+    target="rocm_mi355",
+    summary="MI355X MXFP8 x MXFP4 MegaMoEV2, intranode",
+    weights="mxfp4 g32 e8m0",
+    activations="MXFP8 (E4M3, E8M0 per 32), quantized in kernel",
+    kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a8w4')",
+    checks=(
+        *common_checks(),
+        c.ep_in_domain(
+            8,
+            scope="intranode dispatch/combine op, world_size <= 8",
+            sources=(AITER_SRC + ": flydsl_dispatch_combine_intranode_op.py",),
+        ),
+    ),
+    sources=(AITER_SRC, "vllm-0.33.md §3"),
+    runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",
+    priority=10,
+)

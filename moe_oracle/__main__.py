@@ -1,0 +1,3 @@
+from moe_oracle.cli import main
+
+raise SystemExit(main())

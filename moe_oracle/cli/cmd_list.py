@@ -1,0 +1,77 @@
+"""``moe-oracle list``: the vocabulary (devices, software profiles, backends, presets, reason codes)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+WHAT = ("devices", "profiles", "backends", "presets", "reasons")
+
+
+@click.command("list")
+@click.argument("what", type=click.Choice(WHAT))
+@click.option("--json", "as_json", is_flag=True)
+def list_(what: str, as_json: bool) -> None:
+    """List known devices, software profiles, registered backends, bundled model presets or reason codes."""
+    rows: list[dict[str, object]]
+    if what == "devices":
+        from moe_oracle.spec.device import DEVICES
+
+        rows = [
+            {
+                "name": d.name,
+                "arch": d.arch.value,
+                "vendor": d.vendor.value,
+                "memory_gib": d.memory_gib,
+                "gpus_per_node": d.gpus_per_node,
+                "domain_size": d.domain_size,
+            }
+            for d in DEVICES.values()
+        ]
+    elif what == "profiles":
+        from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
+
+        rows = [{"name": "installed", "description": "probed on this machine (default for --device local)"}]
+        for name in NAMED_PROFILES:
+            p = named_profile(name)
+            assert p is not None
+            rows.append({"name": name, "description": p.description})
+    elif what == "backends":
+        from moe_oracle.registry import load_registry
+
+        reg = load_registry()
+        rows = [
+            {
+                "backend": v.backend,
+                "variant": v.variant,
+                "target": v.target,
+                "weights": v.weights,
+                "activations": v.activations,
+                "kernel": v.kernel,
+            }
+            for v in reg.variants
+        ]
+        for ep, err in reg.broken:
+            click.echo(f"warning: backend entry point {ep} failed to load: {err}", err=True)
+    elif what == "presets":
+        from moe_oracle.model.loader import list_presets
+
+        rows = [{"model": p} for p in list_presets()]
+    else:
+        from moe_oracle.rules import ReasonCode
+
+        rows = [{"code": c.value, "meaning": c.meaning} for c in ReasonCode]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    from rich.table import Table
+
+    from moe_oracle.cli.render import console
+
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    for key in rows[0]:
+        table.add_column(key, overflow="fold")
+    for row in rows:
+        table.add_row(*(str(v) for v in row.values()))
+    console().print(table)

@@ -1,0 +1,59 @@
+"""``moe-oracle model``: print a model's MoE layer groups."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+
+@click.command("model")
+@click.argument("model")
+@click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (see docs/cli.md).")
+def model(model: str, as_json: bool) -> None:
+    """Describe MODEL's MoE layer groups (preset id, Hub id in the local cache, directory, config.json, manual JSON)."""
+    from moe_oracle.model.render import description_to_json
+    from moe_oracle.model.resolve import resolve_model
+
+    desc = resolve_model(model)
+    doc = description_to_json(desc)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from rich.markup import escape
+    from rich.table import Table
+
+    from moe_oracle.cli.render import console
+    from moe_oracle.model.types import layer_span
+
+    con = console()
+    con.print(
+        f"[bold]{escape(desc.model)}[/bold]  architecture {desc.architecture}  model_type {desc.model_type}  "
+        f"family {desc.family}"
+    )
+    con.print(f"source: {escape(desc.source)}")
+    table = Table(header_style="bold", box=None, pad_edge=False)
+    for col in ("group", "layers", "H", "I", "experts", "top-k", "shared", "weights", "activation", "routing"):
+        table.add_column(col, overflow="fold")
+    for g in desc.layer_groups:
+        r = g.routing
+        routing = r.scoring.value + (" hash" if r.hash else "") + (" +bias" if r.correction_bias else "")
+        renorm = "y" if r.renormalize else "n"
+        routing += f" renorm={renorm} groups {r.topk_groups}/{r.num_groups} rsf {r.routed_scaling_factor:g}"
+        shared = str(g.num_shared_experts)
+        if g.shared_expert_quant is not None:
+            shared += f" ({g.shared_expert_quant.format.value})"
+        act = g.activation.kind.value + (f" clamp {g.activation.clamp:g}" if g.activation.clamp else "")
+        table.add_row(
+            g.name,
+            f"{layer_span(g.layers)} ({len(g.layers)})",
+            str(g.hidden_size),
+            str(g.moe_intermediate_size),
+            str(g.num_experts),
+            str(g.top_k),
+            shared,
+            g.weight_quant.label(),
+            act,
+            routing,
+        )
+    con.print(table)

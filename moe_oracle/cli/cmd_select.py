@@ -1,0 +1,103 @@
+"""``moe-oracle select``: decide the mega-MoE backend of every layer group."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from moe_oracle.cli.options import deployment_options, env_from, flags_from
+from moe_oracle.errors import BadInputError, ExitCode
+from moe_oracle.rules import Engine
+
+ENGINES = [e.value for e in Engine]
+
+
+@click.command("select")
+@click.argument("model", required=False)
+@deployment_options
+@click.option(
+    "--engine", type=click.Choice(ENGINES), default="none", show_default=True, help="Engine whose gates apply."
+)
+@click.option("--software", default=None, help="Software profile: installed, all, vllm-0.33.0, sglang-0.5.23, none.")
+@click.option(
+    "--moe-backend",
+    "moe_backend",
+    default=None,
+    help="Explicit backend NAME[:VARIANT]; refused (exit 3) if it cannot run.",
+)
+@click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning.")
+@click.option("--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file.")
+@click.option("--json", "as_json", is_flag=True, help="Print the decision record as JSON.")
+@click.option("--all-reasons", is_flag=True, help="List every reason of every candidate in the table.")
+@click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
+def select(model: str | None, **kw: Any) -> None:
+    """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
+    from moe_oracle.advisories import load_advisories
+    from moe_oracle.record import decision_to_json, load_record, replay_inputs
+    from moe_oracle.selection import Override, decide
+
+    as_json = kw.pop("as_json")
+    all_reasons = kw.pop("all_reasons")
+    replay = kw.pop("replay")
+    if replay:
+        record = load_record(replay)
+        inputs = replay_inputs(record)
+        decision = decide(**inputs)
+        doc = decision_to_json(decision, inputs["advisories"], record.get("software", {}).get("origin", ""))
+        _emit(decision, doc, as_json, all_reasons)
+        if doc["fingerprint"] != record.get("fingerprint") or _choices(doc) != _choices(record):
+            click.echo(
+                f"replay: decision differs from the record (fingerprint {record.get('fingerprint')} -> "
+                f"{doc['fingerprint']}; chosen {_choices(record)} -> {_choices(doc)})",
+                err=True,
+            )
+            raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
+        click.echo(f"replay: identical decision, fingerprint {doc['fingerprint']}", err=True)
+        return
+    if model is None:
+        raise BadInputError(
+            "select needs MODEL (or --replay FILE)",
+            fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
+        )
+
+    from moe_oracle.inputs import build_deployment, resolve_software
+    from moe_oracle.model.resolve import resolve_model
+
+    engine = Engine(kw.pop("engine"))
+    override = Override.parse(kw["moe_backend"]) if kw.pop("moe_backend") else None
+    allow_fallback = kw.pop("allow_fallback")
+    advisories = load_advisories(kw.pop("advisories"))
+    env = env_from(kw.pop("env_items"))
+    software_name = kw.pop("software")
+    flags = flags_from(kw)
+    description = resolve_model(model)
+    deployment, _ = build_deployment(flags, env)
+    software, origin = resolve_software(software_name, flags.device)
+    decision = decide(
+        description,
+        deployment,
+        software,
+        engine=engine,
+        override=override,
+        allow_fallback=allow_fallback,
+        advisories=advisories,
+    )
+    doc = decision_to_json(decision, advisories, origin)
+    _emit(decision, doc, as_json, all_reasons)
+
+
+def _choices(doc: dict[str, Any]) -> list[Any]:
+    return [g.get("chosen") for g in doc.get("layer_groups", [])]
+
+
+def _emit(decision: Any, doc: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
+    for w in decision.warnings:
+        click.echo(f"warning: {w}", err=True)
+    if as_json:
+        click.echo(json.dumps(doc, indent=2))
+        return
+    from moe_oracle.cli.render import render_decision
+
+    render_decision(decision, doc, all_reasons=all_reasons)

@@ -1,0 +1,107 @@
+"""Human-readable rendering of decisions (rich tables, readable at 120 columns).
+
+Candidates built for another architecture are summarised on one line (their reason is always
+``ARCH_UNSUPPORTED``); every other rejected candidate is listed with all its reasons and
+fixes. ``--json`` carries every reason of every candidate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from moe_oracle.model.types import layer_span
+from moe_oracle.rules import ReasonCode
+from moe_oracle.selection import Candidate, Decision, GroupDecision
+
+
+def console() -> Any:
+    from rich.console import Console
+
+    return Console(width=120, highlight=False, soft_wrap=False)
+
+
+def _group_title(g: GroupDecision) -> str:
+    grp = g.group
+    return (
+        f"Layer group [bold]{grp.name}[/bold]: layers {layer_span(grp.layers)} ({len(grp.layers)}), "
+        f"{grp.weight_quant.label()}, E{grp.num_experts} top{grp.top_k}, "
+        f"H{grp.hidden_size} I{grp.moe_intermediate_size}"
+    )
+
+
+def _signature(g: GroupDecision) -> tuple[Any, ...]:
+    return (
+        g.chosen.spec.key if g.chosen else None,
+        tuple((c.spec.key, tuple((r.code, r.message) for r in c.reasons)) for c in g.candidates),
+    )
+
+
+def _other_arch(c: Candidate) -> bool:
+    return bool(c.failures) and c.failures[0].code is ReasonCode.ARCH_UNSUPPORTED
+
+
+def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: bool = False) -> None:
+    from rich.markup import escape
+    from rich.table import Table
+
+    con = console()
+    dep = decision.deployment
+    par, topo = dep.parallel, dep.topology
+    con.print(
+        f"[bold]{escape(decision.model.model)}[/bold] ({decision.model.architecture}) on "
+        f"{topo.world_size} x {dep.device.name} ({dep.device.arch.value}): {topo.nodes} node(s) x "
+        f"{topo.gpus_per_node} GPUs, NVLink/XGMI domain {topo.domain_size}"
+    )
+    con.print(
+        f"tp {par.tp}  dp {par.dp}  ep {par.ep}  pp {par.pp}  max tokens/rank {par.max_num_batched_tokens}  "
+        f"engine {decision.engine.value}  software {decision.software.name} ({escape(doc['software']['origin'])})"
+    )
+    if decision.override is not None:
+        con.print(f"override: --moe-backend {decision.override}")
+    seen: dict[tuple[Any, ...], str] = {}
+    for g in decision.groups:
+        con.print()
+        con.print(_group_title(g))
+        sig = _signature(g)
+        if g.chosen is not None:
+            cost = f"  ~{g.chosen.cost.us:,.0f} us/call" if g.chosen.cost else ""
+            con.print(f"  [green]chosen[/green]: [bold]{g.chosen.spec.key}[/bold]{cost}")
+            if g.chosen.cost:
+                con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
+        else:
+            con.print(f"  [yellow]no fused backend[/yellow]; the engine uses: {escape(g.fallback or '')}")
+        for note in g.notes:
+            con.print(f"  note: {escape(note)}")
+        if sig in seen and not all_reasons:
+            con.print(f"  other candidates: as for layer group '{seen[sig]}'")
+            continue
+        seen.setdefault(sig, g.group.name)
+        others = [c for c in g.candidates if c is not g.chosen]
+        skipped = [c for c in others if not all_reasons and _other_arch(c)]
+        table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
+        table.add_column("candidate", no_wrap=True)
+        table.add_column("verdict", no_wrap=True)
+        table.add_column("reason and fix", overflow="fold", max_width=82)
+        for c in others:
+            if c in skipped:
+                continue
+            if c.eligible:
+                slower = f"~{c.cost.us:,.0f} us/call, slower than the chosen one" if c.cost else ""
+                table.add_row(c.spec.key, "[green]eligible[/green]", escape(slower))
+                continue
+            for i, r in enumerate(c.failures):
+                table.add_row(
+                    c.spec.key if i == 0 else "",
+                    f"[red]{r.code.value}[/red]",
+                    escape(f"{r.message}. Fix: {r.remediation}"),
+                )
+        if table.row_count:
+            con.print(table)
+        if skipped:
+            names = ", ".join(c.spec.key for c in skipped)
+            con.print(
+                f"  [dim]ARCH_UNSUPPORTED on {dep.device.arch.value}: {names} (--all-reasons or --json for "
+                "their other reasons)[/dim]"
+            )
+    con.print()
+    con.print(f"fingerprint {doc['fingerprint']}  (save with --json, re-check with --replay FILE)")

@@ -1,0 +1,5 @@
+"""Cost model: expected kernel time of each eligible variant, for ranking."""
+
+from moe_oracle.cost.model import CostEstimate, Workload, estimate_us, expected_active_experts
+
+__all__ = ["CostEstimate", "Workload", "estimate_us", "expected_active_experts"]

@@ -1,0 +1,133 @@
+"""Calibration points as data, and the three-term fit the cost model uses.
+
+A calibration entry holds kernel times (microseconds) for one variant on one device class at
+one EP size and one shape. :func:`fit` solves, by least squares on relative error,
+
+    t(T) = fixed_us + us_per_mb * active_expert_megabytes + us_per_tflop * teraflops
+
+per entry; terms whose coefficient would come out negative are dropped and the fit redone.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+
+@dataclass(frozen=True)
+class Calibration:
+    variant: str
+    device: str
+    ep: int
+    library: str
+    measured: bool
+    source: str
+    hidden_size: int
+    moe_intermediate_size: int
+    num_experts: int
+    top_k: int
+    expert_bytes: int
+    points: tuple[tuple[int, float | None, float], ...]
+
+
+@dataclass(frozen=True)
+class Fit:
+    fixed_us: float
+    us_per_mb: float
+    us_per_tflop: float
+    max_rel_error: float
+    num_points: int
+
+
+def load_calibrations() -> tuple[Calibration, ...]:
+    return _load()
+
+
+@lru_cache(maxsize=1)
+def _load() -> tuple[Calibration, ...]:
+    text = resources.files("moe_oracle.data").joinpath("calibration.json").read_text(encoding="utf-8")
+    raw = json.loads(text)
+    out = []
+    for e in raw["entries"]:
+        s = e["shape"]
+        out.append(
+            Calibration(
+                variant=e["variant"],
+                device=e["device"],
+                ep=e["ep"],
+                library=e["library"],
+                measured=e["measured"],
+                source=e["source"],
+                hidden_size=s["hidden_size"],
+                moe_intermediate_size=s["moe_intermediate_size"],
+                num_experts=s["num_experts"],
+                top_k=s["top_k"],
+                expert_bytes=s["expert_bytes"],
+                points=tuple((int(t), a, float(us)) for t, a, us in e["points"]),
+            )
+        )
+    return tuple(out)
+
+
+def features(
+    tokens: int, active: float, expert_bytes: int, top_k: int, hidden: int, inter: int
+) -> tuple[float, float, float]:
+    """(1, active expert MB per rank, TFLOP per rank) for one call of ``tokens`` tokens per rank."""
+    flops = 2.0 * tokens * top_k * 3 * hidden * inter
+    return (1.0, active * expert_bytes / 1e6, flops / 1e12)
+
+
+def _solve(rows: list[tuple[float, ...]], ys: list[float], use: tuple[bool, bool, bool]) -> list[float]:
+    idx = [i for i, u in enumerate(use) if u]
+    n = len(idx)
+    ata = [[0.0] * n for _ in range(n)]
+    aty = [0.0] * n
+    for row, y in zip(rows, ys, strict=False):
+        w = 1.0 / y  # relative error
+        r = [row[i] * w for i in idx]
+        for a in range(n):
+            aty[a] += r[a] * y * w
+            for b in range(n):
+                ata[a][b] += r[a] * r[b]
+    # Gaussian elimination with partial pivoting.
+    m = [ata[i] + [aty[i]] for i in range(n)]
+    for col in range(n):
+        piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+        m[col], m[piv] = m[piv], m[col]
+        if abs(m[col][col]) < 1e-30:
+            return [0.0] * 3
+        for r in range(n):
+            if r != col:
+                f = m[r][col] / m[col][col]
+                m[r] = [x - f * y for x, y in zip(m[r], m[col], strict=False)]
+    coef = [0.0, 0.0, 0.0]
+    for k, i in enumerate(idx):
+        coef[i] = m[k][n] / m[k][k]
+    return coef
+
+
+@lru_cache(maxsize=64)
+def fit(cal: Calibration) -> Fit:
+    """Fit the three-term model to ``cal``'s points."""
+    from moe_oracle.cost.model import expected_active_experts
+
+    rows, ys = [], []
+    for tokens, active, us in cal.points:
+        if active is None:
+            active = expected_active_experts(cal.num_experts, cal.top_k, tokens, cal.ep)
+        rows.append(features(tokens, active, cal.expert_bytes, cal.top_k, cal.hidden_size, cal.moe_intermediate_size))
+        ys.append(us)
+    use = [True, True, True]
+    if len(rows) < 3:
+        use[2] = False
+    coef = _solve(rows, ys, tuple(use))
+    while any(c < 0 for c in coef) and sum(use) > 1:
+        worst = min(range(3), key=lambda i: coef[i] if use[i] else float("inf"))
+        use[worst] = False
+        coef = _solve(rows, ys, tuple(use))
+    coef = [max(c, 0.0) for c in coef]
+    predicted = [sum(c * x for c, x in zip(coef, row, strict=True)) for row in rows]
+    err = max(abs(p - y) / y for p, y in zip(predicted, ys, strict=True))
+    return Fit(coef[0], coef[1], coef[2], err, len(ys))

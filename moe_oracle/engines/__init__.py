@@ -1,0 +1,1 @@
+"""Engine integrations: each engine's own gates, fallbacks, launch plans and plug-ins."""

@@ -1,0 +1,48 @@
+"""Engine profiles by name, and what each runs when no fused mega-MoE backend fits."""
+
+from __future__ import annotations
+
+from moe_oracle.engines.gates import EngineProfile
+from moe_oracle.model.types import MoELayerGroup
+from moe_oracle.rules import Engine
+from moe_oracle.spec.device import DeviceSpec, Vendor
+
+
+def engine_profile(engine: Engine) -> EngineProfile | None:
+    if engine is Engine.VLLM:
+        from moe_oracle.engines.vllm.gates import PROFILE
+
+        return PROFILE
+    if engine is Engine.SGLANG:
+        from moe_oracle.engines.sglang.gates import PROFILE
+
+        return PROFILE
+    return None
+
+
+def fallback_path(engine: Engine, group: MoELayerGroup, device: DeviceSpec) -> str:
+    """What serves a layer group when no fused mega-MoE backend is chosen."""
+    fmt = group.weight_quant.label()
+    if engine is Engine.VLLM:
+        oracle = {
+            "mxfp4": "MXFP4",
+            "nvfp4": "NvFP4",
+            "fp8_block": "FP8",
+            "fp8_channel": "FP8",
+            "mxfp8": "MXFP8",
+            "bf16": "unquantized",
+        }[group.weight_format.value]
+        return (
+            f"vLLM FusedMoE with --moe-backend auto: the {oracle} MoE oracle picks a non-fused kernel for "
+            f"{fmt} experts on {device.name} (all2all: --all2all-backend)"
+        )
+    if engine is Engine.SGLANG:
+        return (
+            "SGLang's default MoE path (--moe-a2a-backend none or deepep, --moe-runner-backend auto) for "
+            f"{fmt} experts on {device.name}"
+        )
+    comm = "XGMI" if device.vendor is Vendor.AMD else "NVLink"
+    return (
+        f"non-fused MoE: all-to-all dispatch over {comm}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+        "(separate launches)"
+    )

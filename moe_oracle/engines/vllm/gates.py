@@ -1,0 +1,172 @@
+"""What vLLM 0.33.0 adds to the kernels' rules (``shared/reference/vllm-0.33.md``).
+
+vLLM wires ``deep_gemm_mega_moe`` and ``aiter_mega_moe`` only inside the DeepSeek V4 model
+files, always with the MXFP4 weight row, and never chooses them under ``--moe-backend auto``.
+"""
+
+from __future__ import annotations
+
+from moe_oracle.engines.gates import EngineProfile, EngineSupport
+from moe_oracle.model.types import Scoring, WeightFormat
+from moe_oracle.rules import ReasonCode, Scenario
+from moe_oracle.rules import checks as c
+
+VERSION = "0.33.0"
+DSV4_ARCHITECTURES = (
+    "DeepseekV4ForCausalLM",
+    "DeepseekV41ForCausalLM",
+    "DeepseekV4ForConditionalGeneration",
+    "DeepSeekV4MTPModel",
+)
+MORI_BACKENDS = ("mori_high_throughput", "mori_low_latency")
+
+_DSV4 = "vllm-0.33.md §7 (models/deepseek_v4/*), §6 (no GLM file reads kernel_config.moe_backend)"
+
+
+def _is_dsv4(sc: Scenario) -> bool:
+    return sc.architecture in DSV4_ARCHITECTURES
+
+
+def _dsv4_only(backend: str) -> object:
+    return c.scenario_predicate(
+        ReasonCode.ENGINE_UNSUPPORTED,
+        _is_dsv4,
+        rule=f"architecture in {{{', '.join(DSV4_ARCHITECTURES)}}}",
+        message=lambda sc: (
+            f"vLLM {VERSION} wires {backend} only in the DeepSeek V4 model files; "
+            f"{sc.architecture or sc.model_type} builds FusedMoE and fails with \"moe_backend='{backend}' is not "
+            'supported" during model init'
+        ),
+        remediation="Use --engine sglang, or serve this model with vLLM's default --moe-backend auto.",
+        sources=(_DSV4,),
+    )
+
+
+def _ep_enabled(backend: str) -> object:
+    return c.scenario_predicate(
+        ReasonCode.EP_REQUIRED,
+        lambda sc: sc.deployment.parallel.ep > 1 or sc.deployment.parallel.moe_group_size == 1,
+        rule="expert parallel enabled (--enable-expert-parallel)",
+        message=lambda sc: (
+            f"{backend} requires expert parallel; tp*dp={sc.deployment.parallel.moe_group_size} ranks run without it"
+        ),
+        remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
+        sources=("vllm-0.33.md §2.10: '... requires expert parallel. Enable it with --enable-expert-parallel'",),
+    )
+
+
+def _fp4_experts(backend: str) -> object:
+    return c.group_predicate(
+        ReasonCode.QUANT_UNSUPPORTED,
+        lambda g: g.weight_format is WeightFormat.MXFP4,
+        rule="expert_dtype == fp4 (MXFP4 routed experts)",
+        message=lambda g: (
+            f"vLLM's {backend} path always loads MXFP4 experts (expert_dtype fp4) and ignores "
+            f"moe_quant_algo; these layers are {g.weight_quant.label()}"
+        ),
+        remediation="Drop --moe-backend for this checkpoint; vLLM's FusedMoE oracle serves it.",
+        sources=("vllm-0.33.md §7.2 native mega validations; §3.1 rule 6",),
+    )
+
+
+_DEEP_GEMM = EngineSupport(
+    engine="vllm",
+    version=VERSION,
+    backend="deep_gemm_mega_moe",
+    variants=("sm100_fp8xfp4",),
+    unsupported="vLLM 0.33's native mega path raises 'DeepGEMM MegaMoE requires SM100 GPUs' off SM 10.x and "
+    "uses only the MEGA_MOE_MXFP4 row (the MXFP8, NVFP4 and BF16 rows have no caller)",
+    remediation="Use --engine sglang (SGLang 0.5.23 runs SM90 FP8 mega-MoE), or vLLM's default backend.",
+    checks=(
+        _dsv4_only("deep_gemm_mega_moe"),
+        _ep_enabled("deep_gemm_mega_moe"),
+        _fp4_experts("deep_gemm_mega_moe"),
+        c.group_predicate(
+            ReasonCode.ROUTING_UNSUPPORTED,
+            lambda g: g.routing.scoring is Scoring.SQRTSOFTPLUS and g.routing.renormalize,
+            rule="scoring_func == sqrtsoftplus and norm_topk_prob",
+            message=lambda g: (
+                f"routing {g.routing.scoring.value} (renormalize={g.routing.renormalize}); "
+                "vLLM's DSv4 mega path requires sqrtsoftplus with renormalization"
+            ),
+            remediation="Use vLLM's default backend for this model.",
+            sources=("vllm-0.33.md §7.2",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.ALL2ALL_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.all2all_backend != "passthrough",
+            rule="all2all_backend != passthrough",
+            message=lambda sc: (
+                "--all2all-backend passthrough is reserved for FlashInfer MoE-EP backends and "
+                "raises ValueError with deep_gemm_mega_moe"
+            ),
+            remediation="Leave --all2all-backend unset.",
+            sources=("vllm-0.33.md §1.1 bind_passthrough_all2all_backend",),
+        ),
+    ),
+    sources=("vllm-0.33.md §2.2, §7.3",),
+)
+
+_AITER = EngineSupport(
+    engine="vllm",
+    version=VERSION,
+    backend="aiter_mega_moe",
+    variants=("gfx950_a8w4",),
+    unsupported="vLLM 0.33 hard-codes quant='a8w4' for MegaMoEV2",
+    remediation="Use gfx950_a8w4 (one node, EP <= 8).",
+    checks=(
+        _dsv4_only("aiter_mega_moe"),
+        _ep_enabled("aiter_mega_moe"),
+        _fp4_experts("aiter_mega_moe"),
+        c.scenario_predicate(
+            ReasonCode.TP_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.tp == 1,
+            rule="tp == 1",
+            message=lambda sc: (
+                f"tp={sc.deployment.parallel.tp}: AITER MegaMoE requires data parallel attention "
+                "with expert parallel MoE and TP=1"
+            ),
+            remediation="Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
+            sources=("vllm-0.33.md §3.1 rule 3",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.PP_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.pp == 1,
+            rule="pp == 1",
+            message=lambda sc: f"pp={sc.deployment.parallel.pp}: AITER MegaMoE requires PP=1",
+            remediation="Drop --pipeline-parallel-size.",
+            sources=("vllm-0.33.md §3.1 rule 3",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.ALL2ALL_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.all2all_backend in (None, *MORI_BACKENDS),
+            rule="all2all_backend in {mori_high_throughput, mori_low_latency} (the plan sets it when unset)",
+            message=lambda sc: (
+                f"--all2all-backend {sc.deployment.parallel.all2all_backend}: AITER MegaMoE runs on MoRI shmem"
+            ),
+            remediation="Use --all2all-backend mori_high_throughput.",
+            sources=("vllm-0.33.md §3.1 rule 4",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.EPLB_UNSUPPORTED,
+            lambda sc: not sc.deployment.parallel.eplb,
+            rule="no EPLB",
+            message=lambda sc: "EPLB is enabled; AITER MegaMoE does not support it",
+            remediation="Drop --enable-eplb.",
+            sources=("vllm-0.33.md §3.1 rule 5",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.ENGINE_UNSUPPORTED,
+            lambda sc: all(
+                sc.deployment.env.get(k, "1") != "0" for k in ("VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_MOE")
+            ),
+            rule="VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1 (the plan sets them)",
+            message=lambda sc: "VLLM_ROCM_USE_AITER or VLLM_ROCM_USE_AITER_MOE is set to 0",
+            remediation="Set VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1.",
+            sources=("vllm-0.33.md §3.1 rule 1",),
+        ),
+    ),
+    sources=("vllm-0.33.md §3",),
+)
+
+PROFILE = EngineProfile(engine="vllm", version=VERSION, supports=(_DEEP_GEMM, _AITER), moe_backend_flag="--moe-backend")

@@ -1,0 +1,66 @@
+"""Error types and the CLI exit codes they map to.
+
+Every user-facing failure is one of these: a single line naming the value, the rule it broke
+and the fix. The CLI prints ``error: <message>`` to stderr and exits with ``exit_code``;
+nothing here ever surfaces as a traceback.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Documented exit codes of the ``moe-oracle`` CLI."""
+
+    OK = 0
+    INTERNAL = 1
+    BAD_INPUT = 2
+    OVERRIDE_REFUSED = 3
+    ENGINE_FAILED = 4
+    REPLAY_MISMATCH = 5
+
+
+class OracleError(Exception):
+    """Base class: a failure with a one-line message and an exit code."""
+
+    exit_code: ExitCode = ExitCode.INTERNAL
+
+    def __init__(self, message: str, *, fix: str | None = None) -> None:
+        self.message = message
+        self.fix = fix
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        text = " ".join(self.message.split())
+        if self.fix:
+            text += f" Fix: {' '.join(self.fix.split())}"
+        return text
+
+
+class BadInputError(OracleError):
+    """Malformed config, unknown model or device, impossible topology, invalid flag value."""
+
+    exit_code = ExitCode.BAD_INPUT
+
+
+class ModelConfigError(BadInputError):
+    """A model config that cannot be read or contradicts itself."""
+
+
+class UnknownModelError(BadInputError):
+    """A model id that is neither a bundled preset, a local directory nor a cached Hub id."""
+
+
+class UnsupportedArchitectureError(BadInputError):
+    """A config whose architecture no adapter understands."""
+
+
+class DeploymentError(BadInputError):
+    """An invalid or impossible deployment (device, topology, parallelism)."""
+
+
+class OverrideRefusedError(OracleError):
+    """An explicit ``--moe-backend`` that cannot run on this deployment."""
+
+    exit_code = ExitCode.OVERRIDE_REFUSED

@@ -1,0 +1,117 @@
+"""Build typed decision inputs from command-line values, with one-line errors.
+
+Shared by every planning command (``select``, ``matrix``, ``plan``) and the engine plug-ins,
+so flags mean the same everywhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import ValidationError
+
+from moe_oracle.errors import BadInputError, DeploymentError
+from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
+from moe_oracle.software.types import SoftwareProfile
+from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
+from moe_oracle.spec.device import DEVICES, DeviceSpec
+from moe_oracle.validation import one_line
+
+LOCAL = "local"
+#: Environment variables a decision reads when the caller passes them through.
+RELEVANT_ENV = (
+    "MORI_SHMEM_HEAP_SIZE",
+    "VLLM_ROCM_USE_AITER",
+    "VLLM_ROCM_USE_AITER_MOE",
+    "DG_USE_FP4_ACTS",
+    "DG_USE_FP8_COMBINE",
+)
+
+
+@dataclass(frozen=True)
+class DeploymentFlags:
+    """Raw deployment flags; None means "the device's default"."""
+
+    device: str
+    gpus_per_node: int | None = None
+    nodes: int = 1
+    domain_size: int | None = None
+    tp: int = 1
+    dp: int = 1
+    ep: int = 1
+    pp: int = 1
+    max_num_batched_tokens: int = 8192
+    all2all_backend: str | None = None
+    eplb: bool = False
+
+
+def resolve_device(name: str) -> tuple[DeviceSpec, str]:
+    """The DeviceSpec for a catalogue name or ``local``, and where it came from."""
+    key = name.strip().lower()
+    if key == LOCAL:
+        from moe_oracle.hardware import detect_local, device_spec_for
+
+        hw = detect_local()
+        if not hw.gpus:
+            raise DeploymentError(
+                f"--device local found no GPU on this machine ({'; '.join(hw.notes) or 'no source'})",
+                fix=f"name the device instead: --device {{{', '.join(DEVICES)}}}.",
+            )
+        spec = device_spec_for(hw.gpus[0], len(hw.gpus), hw.domain_size)
+        if spec is None:
+            raise DeploymentError(
+                f"--device local found {hw.gpus[0].name} ({hw.gpus[0].arch_label}), an architecture no backend models",
+                fix=f"name a known device: --device {{{', '.join(DEVICES)}}}.",
+            )
+        return spec, f"local ({hw.source}: {len(hw.gpus)} x {hw.gpus[0].name})"
+    spec = DEVICES.get(key)
+    if spec is None:
+        raise DeploymentError(
+            f"--device {name!r} is not a known device",
+            fix=f"use one of: {', '.join(DEVICES)}, or local.",
+        )
+    return spec, "catalogue"
+
+
+def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) -> tuple[Deployment, str]:
+    device, origin = resolve_device(flags.device)
+    gpn = flags.gpus_per_node or device.gpus_per_node
+    domain = flags.domain_size or device.domain_size
+    if flags.domain_size is None and device.domain_size == device.gpus_per_node and flags.gpus_per_node:
+        domain = gpn  # an HGX-style box: the NVLink domain is the node
+    try:
+        deployment = Deployment(
+            device=device,
+            topology=Topology(gpus_per_node=gpn, nodes=flags.nodes, domain_size=domain),
+            parallel=Parallelism(
+                tp=flags.tp,
+                dp=flags.dp,
+                ep=flags.ep,
+                pp=flags.pp,
+                max_num_batched_tokens=flags.max_num_batched_tokens,
+                all2all_backend=flags.all2all_backend,
+                eplb=flags.eplb,
+            ),
+            env=dict(env or {}),
+        )
+    except ValidationError as exc:
+        raise DeploymentError(one_line(exc, "invalid deployment")) from None
+    return deployment, origin
+
+
+def resolve_software(name: str | None, device: str) -> tuple[SoftwareProfile, str]:
+    """The software profile, defaulting to ``installed`` for a local device and ``all`` otherwise."""
+    is_local = device.strip().lower() == LOCAL
+    chosen = name or ("installed" if is_local else "all")
+    origin = "requested" if name else f"default for --device {device}"
+    if chosen == "installed":
+        from moe_oracle.software.probe import probe_installed
+
+        return probe_installed(), origin
+    profile = named_profile(chosen)
+    if profile is None:
+        raise BadInputError(
+            f"--software {chosen!r} is not a known software profile",
+            fix=f"use installed or one of: {', '.join(NAMED_PROFILES)}.",
+        )
+    return profile, origin

@@ -1,0 +1,25 @@
+"""Model descriptions: typed MoE layer groups and the adapters that read HF configs."""
+
+from moe_oracle.model.types import (
+    Activation,
+    ActivationKind,
+    ModelDescription,
+    MoELayerGroup,
+    QuantSpec,
+    Routing,
+    ScaleFormat,
+    Scoring,
+    WeightFormat,
+)
+
+__all__ = [
+    "Activation",
+    "ActivationKind",
+    "ModelDescription",
+    "MoELayerGroup",
+    "QuantSpec",
+    "Routing",
+    "ScaleFormat",
+    "Scoring",
+    "WeightFormat",
+]

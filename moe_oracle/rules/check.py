@@ -1,0 +1,78 @@
+"""One capability requirement, declared once: code, rule, remediation, sources, test.
+
+Selection, override validation, the capability matrix and the generated docs all read the
+same :class:`Check` objects, so a rule changes in one place.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from moe_oracle.rules.reasons import ReasonCode
+from moe_oracle.rules.scenario import Scenario
+
+
+class Status(str, Enum):
+    PASS = "pass"
+    FAIL = "fail"
+    UNKNOWN = "unknown"  # cannot be decided from declarations (e.g. depends on runtime tokens)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What a check's test returns when the rule is not plainly met."""
+
+    message: str
+    status: Status = Status.FAIL
+    remediation: str | None = None
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A check that failed (or could not be decided) for one scenario, with actual values."""
+
+    code: ReasonCode
+    message: str
+    remediation: str
+    status: Status = Status.FAIL
+    rule: str = ""
+    sources: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code.value,
+            "status": self.status.value,
+            "message": self.message,
+            "remediation": self.remediation,
+            "rule": self.rule,
+            "sources": list(self.sources),
+        }
+
+
+Test = Callable[[Scenario], "Finding | None"]
+
+
+@dataclass(frozen=True)
+class Check:
+    """A declared requirement. ``test`` returns None when the scenario meets ``rule``."""
+
+    code: ReasonCode
+    rule: str
+    remediation: str
+    test: Test = field(compare=False)
+    sources: tuple[str, ...] = ()
+
+    def evaluate(self, scenario: Scenario) -> Reason | None:
+        finding = self.test(scenario)
+        if finding is None:
+            return None
+        return Reason(
+            code=self.code,
+            message=finding.message,
+            remediation=finding.remediation or self.remediation,
+            status=finding.status,
+            rule=self.rule,
+            sources=self.sources,
+        )

@@ -1,0 +1,315 @@
+"""Constructors for the requirement kinds backends declare.
+
+Each returns a :class:`~moe_oracle.rules.check.Check` whose message quotes the actual values,
+the rule and the source, e.g. ``hidden_size=6144 is not a multiple of 512 (SGLang
+check_mega_moe_shapes; DeepGEMM's host check needs only 128)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from moe_oracle.model.types import MoELayerGroup, QuantSpec
+from moe_oracle.rules.check import Check, Finding, Status
+from moe_oracle.rules.reasons import ReasonCode
+from moe_oracle.rules.scenario import Scenario
+from moe_oracle.spec.device import Arch
+
+Sources = tuple[str, ...]
+
+
+def _join(items: Iterable[str]) -> str:
+    return ", ".join(items)
+
+
+def arch_in(archs: Iterable[Arch], *, kernel: str, remediation: str, sources: Sources) -> Check:
+    allowed = tuple(archs)
+    names = _join(a.value for a in allowed)
+
+    def test(sc: Scenario) -> Finding | None:
+        dev = sc.deployment.device
+        if dev.arch in allowed:
+            return None
+        return Finding(f"{kernel} runs on {names}; {dev.name} is {dev.arch.value}")
+
+    return Check(ReasonCode.ARCH_UNSUPPORTED, f"device arch in {{{names}}}", remediation, test, sources)
+
+
+def weight_format(accept: Callable[[QuantSpec], bool], *, wants: str, remediation: str, sources: Sources) -> Check:
+    """Routed-expert weights must satisfy ``accept``; ``wants`` describes them for people."""
+
+    def test(sc: Scenario) -> Finding | None:
+        q = sc.group.weight_quant
+        if accept(q):
+            return None
+        return Finding(f"routed experts are {q.label()}; the kernel consumes {wants}")
+
+    return Check(ReasonCode.QUANT_UNSUPPORTED, f"routed expert weights are {wants}", remediation, test, sources)
+
+
+_FIELDS = {"hidden_size": "hidden_size", "moe_intermediate_size": "moe_intermediate_size"}
+
+
+def multiple_of(field: str, multiple: int, *, why: str, remediation: str, sources: Sources) -> Check:
+    if field not in _FIELDS:
+        raise ValueError(field)
+
+    def test(sc: Scenario) -> Finding | None:
+        value = getattr(sc.group, field)
+        if value % multiple == 0:
+            return None
+        return Finding(f"{field}={value} is not a multiple of {multiple} ({why})")
+
+    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} % {multiple} == 0", remediation, test, sources)
+
+
+def at_most(field: str, limit: int, *, why: str, remediation: str, sources: Sources) -> Check:
+    def test(sc: Scenario) -> Finding | None:
+        value = getattr(sc.group, field)
+        if value <= limit:
+            return None
+        return Finding(f"{field}={value} exceeds {limit} ({why})")
+
+    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} <= {limit}", remediation, test, sources)
+
+
+def topk_at_most(limit: int, *, why: str, sources: Sources) -> Check:
+    def test(sc: Scenario) -> Finding | None:
+        k = sc.group.top_k
+        if k <= limit:
+            return None
+        return Finding(f"top_k={k} exceeds {limit} ({why})")
+
+    return Check(
+        ReasonCode.TOPK_UNSUPPORTED,
+        f"top_k <= {limit}",
+        "Use a non-fused MoE backend for this model.",
+        test,
+        sources,
+    )
+
+
+def _divisors_up_to(n: int, cap: int) -> list[int]:
+    return [d for d in range(1, min(n, cap) + 1) if n % d == 0]
+
+
+def experts_divisible_by_ep(sources: Sources) -> Check:
+    def test(sc: Scenario) -> Finding | None:
+        e, ep = sc.group.num_experts, sc.ep
+        if e % ep == 0:
+            return None
+        ok = [d for d in _divisors_up_to(e, sc.deployment.topology.world_size) if d > 1]
+        hint = f"Use an EP size that divides {e}: {_join(map(str, ok))}." if ok else "Use --ep 1."
+        return Finding(f"num_experts={e} is not divisible by ep={ep} ({e / ep:.2f} experts per rank)", remediation=hint)
+
+    return Check(
+        ReasonCode.EXPERTS_NOT_DIVISIBLE,
+        "num_experts % ep == 0",
+        "Pick an EP size that divides the expert count.",
+        test,
+        sources,
+    )
+
+
+def experts_at_most(total: int, per_rank: int, sources: Sources) -> Check:
+    def test(sc: Scenario) -> Finding | None:
+        e, ep = sc.group.num_experts, sc.ep
+        if e > total:
+            return Finding(f"num_experts={e} exceeds {total}")
+        if e // ep > per_rank:
+            need = -(-e // per_rank)
+            return Finding(
+                f"{e // ep} experts per rank at ep={ep} exceeds {per_rank}",
+                remediation=f"Use an EP size of at least {need}.",
+            )
+        return None
+
+    return Check(
+        ReasonCode.EXPERTS_EXCEED_LIMIT,
+        f"num_experts <= {total} and experts per rank <= {per_rank}",
+        "Raise the EP size.",
+        test,
+        sources,
+    )
+
+
+def ep_only(sources: Sources) -> Check:
+    """Every expert must live whole on one rank: ``tp * dp == ep``."""
+
+    def test(sc: Scenario) -> Finding | None:
+        par = sc.deployment.parallel
+        if par.moe_tp == 1:
+            return None
+        return Finding(
+            f"tp*dp={par.moe_group_size} ranks with ep={par.ep} shard each expert over {par.moe_tp} ranks; "
+            "the fused kernel keeps every expert whole on one rank",
+            remediation=f"Use --ep {par.moe_group_size} (expert parallel over all tp*dp ranks).",
+        )
+
+    return Check(ReasonCode.TP_UNSUPPORTED, "ep == tp * dp (no expert TP sharding)", "", test, sources)
+
+
+def ep_in_domain(max_ranks: int, *, scope: str, sources: Sources) -> Check:
+    """The EP group must fit inside one NVLink/XGMI domain and the kernel's rank cap."""
+
+    def test(sc: Scenario) -> Finding | None:
+        ep = sc.ep
+        topo = sc.deployment.topology
+        domain = topo.effective_domain
+        if ep > max_ranks:
+            return Finding(
+                f"ep={ep} exceeds the kernel's cap of {max_ranks} ranks ({scope})",
+                remediation=f"Run replicas of at most {max_ranks} EP ranks each (DP across replicas).",
+            )
+        if ep > domain:
+            link = "NVLink" if sc.deployment.device.vendor.value == "nvidia" else "XGMI"
+            return Finding(
+                f"ep={ep} crosses the {domain}-GPU {link} "
+                f"domain ({topo.nodes} node(s) x {topo.gpus_per_node} GPUs, domain {topo.domain_size}); "
+                "symmetric-memory dispatch reaches peers only inside one domain",
+                remediation=f"Run {-(-ep // domain)} replicas of EP{domain} (e.g. DP{domain}+EP{domain} each) "
+                "behind a router instead of one EP group across domains.",
+            )
+        return None
+
+    return Check(
+        ReasonCode.EP_EXCEEDS_DOMAIN,
+        f"ep <= min(domain size, {max_ranks})",
+        "Keep the EP group inside one NVLink/XGMI domain.",
+        test,
+        sources,
+    )
+
+
+def ep_size_in(sizes: Iterable[int], *, why: str, sources: Sources) -> Check:
+    allowed = tuple(sizes)
+
+    def test(sc: Scenario) -> Finding | None:
+        if sc.ep in allowed:
+            return None
+        return Finding(f"ep={sc.ep}; {why}")
+
+    return Check(
+        ReasonCode.EP_SIZE_UNSUPPORTED,
+        f"ep in {{{_join(map(str, allowed))}}}",
+        f"Use --ep {allowed[0]}." if allowed else "",
+        test,
+        sources,
+    )
+
+
+def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = ("swiglu",), sources: Sources) -> Check:
+    """The expert activation: its kind, the pre-activation clamp, and non-default alpha/beta."""
+    allowed = tuple(kinds)
+
+    def test(sc: Scenario) -> Finding | None:
+        act = sc.group.activation
+        if act.kind.value not in allowed:
+            return Finding(f"activation {act.kind.value}; the kernel implements {_join(allowed)}")
+        if act.clamp is not None and not clamp:
+            return Finding(f"SwiGLU clamp {act.clamp:g} (clamp before activation) is not implemented")
+        if not alpha_beta and act.kind.value == "swiglu" and (act.alpha != 1.0 or act.beta != 0.0):
+            return Finding(f"SwiGLU alpha={act.alpha:g}, beta={act.beta:g}; the kernel fixes alpha=1, beta=0")
+        return None
+
+    parts = [f"activation in {{{_join(allowed)}}}"]
+    parts.append("clamp allowed" if clamp else "no clamp")
+    parts.append("alpha/beta allowed" if alpha_beta else "alpha=1, beta=0")
+    return Check(
+        ReasonCode.ACTIVATION_UNSUPPORTED,
+        ", ".join(parts),
+        "Use a MoE backend that implements this activation.",
+        test,
+        sources,
+    )
+
+
+def library_version(library: str, spec: str, *, why: str, sources: Sources) -> Check:
+    """``library``'s version must satisfy the PEP 440 specifier ``spec`` (unknown versions pass)."""
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    wanted = SpecifierSet(spec)
+
+    def test(sc: Scenario) -> Finding | None:
+        lib = sc.software.library(library)
+        if lib is None or lib.version is None:
+            return None
+        try:
+            version = Version(lib.version)
+        except InvalidVersion:
+            return None
+        if wanted.contains(version, prereleases=True):
+            return None
+        return Finding(f"{library} {lib.version} does not satisfy {spec} ({why})")
+
+    return Check(ReasonCode.LIBRARY_VERSION, f"{library} {spec}", f"Install {library}{spec}.", test, sources)
+
+
+def entry_points(
+    library: str,
+    *,
+    all_of: Iterable[str] = (),
+    any_of: Iterable[str] = (),
+    provided_by: str,
+    sources: Sources,
+) -> Check:
+    """The software profile must offer these entry points of ``library``."""
+    need_all = tuple(all_of)
+    need_any = tuple(any_of)
+    parts = list(need_all) + ([f"one of ({' | '.join(need_any)})"] if need_any else [])
+    rule = f"{library} exports {_join(parts)}"
+
+    def test(sc: Scenario) -> Finding | None:
+        sw = sc.software
+        lib = sw.libraries.get(library)
+        if lib is None or not lib.present:
+            detail = f" ({lib.error})" if lib is not None and lib.error else ""
+            return Finding(f"{library} is not present in software profile '{sw.name}'{detail}")
+        missing = [s for s in need_all if not lib.has(s)]
+        if need_any and not any(lib.has(s) for s in need_any):
+            missing.append(f"one of ({' | '.join(need_any)})")
+        if not missing:
+            return None
+        where = lib.dist or lib.import_path or library
+        version = f" {lib.version}" if lib.version else ""
+        return Finding(f"{where}{version} in profile '{sw.name}' lacks {_join(missing)}")
+
+    return Check(ReasonCode.KERNEL_MISSING, rule, f"Install {provided_by}.", test, sources)
+
+
+def group_predicate(
+    code: ReasonCode,
+    ok: Callable[[MoELayerGroup], bool],
+    *,
+    rule: str,
+    message: Callable[[MoELayerGroup], str],
+    remediation: str,
+    sources: Sources,
+) -> Check:
+    """A rule on the layer group alone (routing method, shared experts...)."""
+
+    def test(sc: Scenario) -> Finding | None:
+        return None if ok(sc.group) else Finding(message(sc.group))
+
+    return Check(code, rule, remediation, test, sources)
+
+
+def scenario_predicate(
+    code: ReasonCode,
+    ok: Callable[[Scenario], bool],
+    *,
+    rule: str,
+    message: Callable[[Scenario], str],
+    remediation: str,
+    sources: Sources,
+    unknown: Callable[[Scenario], bool] | None = None,
+) -> Check:
+    """A rule on the whole scenario; ``unknown`` marks it undecidable from declarations."""
+
+    def test(sc: Scenario) -> Finding | None:
+        if unknown is not None and unknown(sc):
+            return Finding(message(sc), status=Status.UNKNOWN)
+        return None if ok(sc) else Finding(message(sc))
+
+    return Check(code, rule, remediation, test, sources)

@@ -1,0 +1,246 @@
+"""Selection: every candidate gets a verdict; eligible ones are ranked by expected cost.
+
+:func:`decide` is the one decision function behind automatic selection, explicit overrides,
+the capability matrix and the engine plug-ins. It is a pure function of its inputs (model
+description, deployment, software profile, engine, override, advisories, workload), so every
+process of a server reaches the same decision and a decision record can be replayed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from moe_oracle.advisories import Advisory
+from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
+from moe_oracle.engines.registry import engine_profile, fallback_path
+from moe_oracle.errors import BadInputError, OverrideRefusedError
+from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
+from moe_oracle.registry import Registry, load_registry
+from moe_oracle.rules import Engine, Reason, Scenario, Status, VariantSpec
+from moe_oracle.software.types import SoftwareProfile
+from moe_oracle.spec.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class Override:
+    """An explicit ``--moe-backend NAME[:VARIANT]``."""
+
+    backend: str
+    variant: str | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Override:
+        name = text.strip().lower().replace("-", "_")
+        backend, _, variant = name.partition(":")
+        if not backend or (":" in name and not variant):
+            raise BadInputError(
+                f"--moe-backend {text!r} is malformed", fix="use NAME or NAME:VARIANT, e.g. deep_gemm_mega_moe"
+            )
+        return cls(backend, variant or None)
+
+    def __str__(self) -> str:
+        return f"{self.backend}:{self.variant}" if self.variant else self.backend
+
+
+@dataclass(frozen=True)
+class Candidate:
+    spec: VariantSpec
+    reasons: tuple[Reason, ...]
+    cost: CostEstimate | None = None
+
+    @property
+    def eligible(self) -> bool:
+        return not any(r.status is Status.FAIL for r in self.reasons)
+
+    @property
+    def unverified(self) -> tuple[Reason, ...]:
+        return tuple(r for r in self.reasons if r.status is Status.UNKNOWN)
+
+    @property
+    def failures(self) -> tuple[Reason, ...]:
+        return tuple(r for r in self.reasons if r.status is Status.FAIL)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "backend": self.spec.backend,
+            "variant": self.spec.variant,
+            "eligible": self.eligible,
+            "reasons": [r.to_json() for r in self.reasons],
+            "expected_us": None if self.cost is None else round(self.cost.us, 1),
+            "cost_basis": None if self.cost is None else self.cost.basis,
+        }
+
+
+@dataclass(frozen=True)
+class GroupDecision:
+    group: MoELayerGroup
+    candidates: tuple[Candidate, ...]
+    chosen: Candidate | None
+    fallback: str | None
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.group.name,
+            "layers": list(self.group.layers),
+            "weight_format": self.group.weight_format.value,
+            "chosen": None
+            if self.chosen is None
+            else {"backend": self.chosen.spec.backend, "variant": self.chosen.spec.variant},
+            "fallback": self.fallback,
+            "notes": list(self.notes),
+            "candidates": [c.to_json() for c in self.candidates],
+        }
+
+
+@dataclass(frozen=True)
+class Decision:
+    model: ModelDescription
+    deployment: Deployment
+    software: SoftwareProfile
+    engine: Engine
+    override: Override | None
+    allow_fallback: bool
+    workload: Workload
+    groups: tuple[GroupDecision, ...]
+    warnings: tuple[str, ...] = field(default=())
+
+    @property
+    def main(self) -> GroupDecision:
+        return self.groups[0]
+
+
+def evaluate_candidate(
+    spec: VariantSpec,
+    scenario: Scenario,
+    advisories: tuple[Advisory, ...] = (),
+    engine_version: str | None = None,
+) -> list[Reason]:
+    """All reasons (failures and undecidable rules) ``spec`` cannot run ``scenario``."""
+    reasons = spec.evaluate(scenario)
+    profile = engine_profile(scenario.engine)
+    if profile is not None:
+        reasons.extend(profile.evaluate(spec, scenario))
+    for adv in advisories:
+        if adv.matches(spec, scenario, engine_version):
+            reasons.append(adv.reason())
+    return reasons
+
+
+def _rank(cands: list[Candidate]) -> list[Candidate]:
+    eligible = sorted(
+        (c for c in cands if c.eligible),
+        key=lambda c: (round(c.cost.us, 3) if c.cost else float("inf"), c.spec.priority, c.spec.key),
+    )
+    rejected = [c for c in cands if not c.eligible]
+    return eligible + rejected
+
+
+def _decide_group(
+    group: MoELayerGroup,
+    model: ModelDescription,
+    deployment: Deployment,
+    software: SoftwareProfile,
+    engine: Engine,
+    specs: tuple[VariantSpec, ...],
+    advisories: tuple[Advisory, ...],
+    workload: Workload,
+) -> tuple[list[Candidate], str]:
+    scenario = Scenario(group, deployment, software, engine, model.architecture, model.model_type)
+    profile = engine_profile(engine)
+    engine_version = profile.version if profile else None
+    cands = []
+    for spec in specs:
+        reasons = tuple(evaluate_candidate(spec, scenario, advisories, engine_version))
+        cand = Candidate(spec, reasons)
+        if cand.eligible:
+            cand = Candidate(spec, reasons, workload_cost(spec, group, deployment, workload))
+        cands.append(cand)
+    return _rank(cands), fallback_path(engine, group, deployment.device)
+
+
+def decide(
+    model: ModelDescription,
+    deployment: Deployment,
+    software: SoftwareProfile,
+    *,
+    engine: Engine = Engine.NONE,
+    override: Override | None = None,
+    allow_fallback: bool = False,
+    advisories: tuple[Advisory, ...] = (),
+    workload: Workload | None = None,
+    registry: Registry | None = None,
+) -> Decision:
+    """Decide the backend of every layer group.
+
+    Without ``override`` the cheapest eligible candidate is chosen per group, or none (the
+    engine's non-fused path, named in ``fallback``). With ``override``, the named backend
+    (variant) must be eligible for every group: otherwise :class:`OverrideRefusedError` lists
+    every reason, unless ``allow_fallback``, in which case the group falls back to automatic
+    selection with a warning naming what runs instead.
+    """
+    reg = registry or load_registry()
+    workload = workload or Workload.default(deployment.parallel.tokens_per_rank)
+    if override is not None:
+        _check_override_name(override, reg)
+    groups: list[GroupDecision] = []
+    warnings: list[str] = []
+    refusals: list[str] = []
+    for group in model.layer_groups:
+        ranked, fallback = _decide_group(group, model, deployment, software, engine, reg.variants, advisories, workload)
+        auto = next((c for c in ranked if c.eligible), None)
+        notes: list[str] = []
+        if auto is not None and auto.unverified:
+            notes.append(
+                f"{auto.spec.key} has rules not verifiable from declarations: "
+                + "; ".join(r.message for r in auto.unverified)
+            )
+        chosen = auto
+        if override is not None:
+            wanted = [
+                c for c in ranked if c.spec.backend == override.backend and override.variant in (None, c.spec.variant)
+            ]
+            ok = next((c for c in wanted if c.eligible), None)
+            if ok is not None:
+                chosen = ok
+                # the override wins over cost: show it first among eligible candidates
+                ranked = [ok] + [c for c in ranked if c is not ok]
+            else:
+                lines = [
+                    f"{c.spec.key}: "
+                    + "; ".join(f"[{r.code.value}] {r.message} (fix: {r.remediation})" for r in c.failures)
+                    for c in wanted
+                ]
+                if allow_fallback:
+                    instead = chosen.spec.key if chosen else f"no fused backend ({fallback})"
+                    warnings.append(
+                        f"--moe-backend {override} cannot run layer group '{group.name}' "
+                        f"({'; '.join(lines)}); falling back to {instead}"
+                    )
+                else:
+                    refusals.append(
+                        f"layer group '{group.name}' (layers {layer_span(group.layers)}): " + " | ".join(lines)
+                    )
+        groups.append(GroupDecision(group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes)))
+    if refusals:
+        raise OverrideRefusedError(
+            f"--moe-backend {override} cannot run on this deployment: " + " || ".join(refusals),
+            fix="choose another backend, fix the deployment as each reason says, or pass --allow-fallback.",
+        )
+    return Decision(
+        model, deployment, software, engine, override, allow_fallback, workload, tuple(groups), tuple(warnings)
+    )
+
+
+def _check_override_name(override: Override, reg: Registry) -> None:
+    if override.backend not in reg.backends:
+        raise BadInputError(
+            f"--moe-backend {override.backend!r} is not a known mega-MoE backend",
+            fix=f"use one of: {', '.join(reg.backends)} (optionally NAME:VARIANT).",
+        )
+    if override.variant is not None and not reg.find(override.backend, override.variant):
+        variants = ", ".join(v.variant for v in reg.find(override.backend))
+        raise BadInputError(
+            f"--moe-backend {override}: {override.backend} has no variant {override.variant!r}",
+            fix=f"use one of: {variants}.",
+        )

@@ -1,0 +1,78 @@
+"""Which libraries and entry points matter, and where each provider installs them.
+
+Backends' requirements name entry points from this catalogue; the probe looks for exactly
+these; named profiles list subsets of them. Sources: ``shared/reference/kernels.md`` §1-§5, §9
+and ``vllm-0.33.md`` §2, §5.
+"""
+
+from __future__ import annotations
+
+#: DeepGEMM entry points relevant to mega-MoE, by meaning.
+DEEP_GEMM_SYMBOLS: dict[str, str] = {
+    "fp8_fp4_mega_moe": "FP8 x FP4 mega-MoE front end (SM100; SM90 in PR #323 builds)",
+    "_C.fp8_fp4_mega_moe_sm90": "SM90 FP8 x MXFP4 kernel (DeepGEMM PR #323/#411 and forks only)",
+    "transform_weights_for_mega_moe_sm90_fp4": "SM90 FP4 weight transform (PR #323)",
+    "fp8_mega_moe": "SM90 FP8 x FP8 block-128 mega-MoE (sgl-deep-gemm >= 0.2.0, upstream nv_dev)",
+    "mega_moe_pre_dispatch_sm90": "SM90 fused activation staging",
+    "get_symm_buffer_for_sm90_mega_moe": "SM90 symmetric buffer (sgl-deep-gemm)",
+    "get_symm_buffer_for_mega_moe": "symmetric buffer (SM100; SM90 in PR #323 builds)",
+    "transform_weights_for_mega_moe": "SM100 weight transform",
+    "transform_weights_for_mega_moe_sm90": "SM90 FP8 weight transform",
+    "bf16_mega_moe": "SM100 BF16 mega-MoE",
+    "nvfp4_mega_moe": "SM100 NVFP4 mega-MoE (vLLM's DeepGEMM fork)",
+    "NVFP4SymmBuffer": "SM100 NVFP4 symmetric buffer",
+    "fp4_fp4_mega_moe": "SM100 NVFP4 x NVFP4 mega-MoE",
+    "get_block_m_for_mega_moe": "BLOCK_M heuristic (needed for shared-expert fusion)",
+    "per_token_cast_to_fp8": "reference FP8 quantizer",
+    "per_token_cast_to_fp4": "reference FP4 quantizer",
+}
+
+#: Attribute paths (relative to the library's top module) where an entry point lives when it is
+#: not a top-level attribute. The probe imports the submodule only when the top level lacks it.
+SYMBOL_PATHS: dict[str, dict[str, str]] = {
+    "aiter": {
+        "MegaMoEV2": "ops.flydsl.kernels.mega_moe.MegaMoEV2",
+        "MegaMoE": "ops.flydsl.kernels.mega_moe.MegaMoE",
+        "MegaMoEInterNodeBackend": "ops.flydsl.kernels.mega_moe.MegaMoEInterNodeBackend",
+        "MegaMoEIntraNodeBackend": "ops.flydsl.kernels.mega_moe.MegaMoEIntraNodeBackend",
+        "shuffle_weight_a16w4": "ops.shuffle.shuffle_weight_a16w4",
+        "shuffle_scale_a16w4": "ops.shuffle.shuffle_scale_a16w4",
+    },
+}
+
+AITER_SYMBOLS: dict[str, str] = {
+    "MegaMoEV2": "aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2 (aiter >= v0.1.20)",
+    "MegaMoE": "aiter.ops.flydsl.kernels.mega_moe.MegaMoE (newer aiter bundle API)",
+    "MegaMoEInterNodeBackend": "inter-node a4w4 backend (EP16, newer aiter)",
+    "MegaMoEIntraNodeBackend": "intranode backend behind the MegaMoEV2 facade (newer aiter)",
+    "shuffle_weight_a16w4": "aiter.ops.shuffle.shuffle_weight_a16w4",
+    "shuffle_scale_a16w4": "aiter.ops.shuffle.shuffle_scale_a16w4",
+}
+
+MORI_SYMBOLS: dict[str, str] = {
+    "shmem.shmem_torch_process_group_init": "MoRI symmetric heap init",
+}
+
+TORCH_SYMBOLS: dict[str, str] = {
+    "distributed._symmetric_memory": "torch symmetric memory (DeepGEMM mega needs torch >= 2.9)",
+}
+
+#: Where each provider of a logical library is imported from, in the order engines prefer.
+#: vLLM prefers a site-packages ``deep_gemm`` over its vendored copy (vllm-0.33.md §5.1).
+PROVIDERS: dict[str, tuple[str, ...]] = {
+    "deep_gemm": ("deep_gemm", "vllm.third_party.deep_gemm"),
+    "aiter": ("aiter",),
+    "mori": ("mori",),
+    "flydsl": ("flydsl",),
+    "torch": ("torch",),
+    "vllm": ("vllm",),
+    "sglang": ("sglang",),
+    "flashinfer": ("flashinfer",),
+}
+
+SYMBOLS: dict[str, dict[str, str]] = {
+    "deep_gemm": DEEP_GEMM_SYMBOLS,
+    "aiter": AITER_SYMBOLS,
+    "mori": MORI_SYMBOLS,
+    "torch": TORCH_SYMBOLS,
+}

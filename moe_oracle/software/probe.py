@@ -1,0 +1,100 @@
+"""Probe this machine's kernel libraries into the ``installed`` software profile.
+
+Import and attribute checks only: no kernel is launched, no JIT compiled. Libraries are
+imported (that is how their entry points become visible), so probing may load torch; the
+planning commands probe only when the ``installed`` profile is asked for (the default for
+``--device local``). An import failure is recorded with its error, never raised.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+import importlib.util
+from typing import Any
+
+from moe_oracle.software.catalog import PROVIDERS, SYMBOL_PATHS, SYMBOLS
+from moe_oracle.software.types import LibraryBuild, SoftwareProfile
+
+
+def _resolve(module: Any, path: str) -> bool:
+    obj = module
+    base = module.__name__
+    for i, part in enumerate(path.split(".")):
+        if hasattr(obj, part):
+            obj = getattr(obj, part)
+            continue
+        name = ".".join([base, *path.split(".")[: i + 1]])
+        try:
+            obj = importlib.import_module(name)
+        except Exception:
+            return False
+    return True
+
+
+def _dist_for(top: str) -> str | None:
+    try:
+        dists = md.packages_distributions().get(top) or []
+    except Exception:
+        return None
+    return sorted(dists)[0] if dists else None
+
+
+def _version(module: Any, dist: str | None) -> str | None:
+    ver = getattr(module, "__version__", None)
+    if isinstance(ver, str):
+        return ver
+    if dist:
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return None
+    return None
+
+
+def _spec_exists(path: str) -> bool:
+    top = path.split(".")[0]
+    try:
+        if importlib.util.find_spec(top) is None:
+            return False
+    except (ImportError, ValueError):
+        return False
+    return True
+
+
+def probe_library(name: str) -> LibraryBuild:
+    """Find ``name`` through its providers in preference order; never raises."""
+    errors = []
+    for import_path in PROVIDERS.get(name, (name,)):
+        if not _spec_exists(import_path):
+            continue
+        try:
+            module = importlib.import_module(import_path)
+        except Exception as exc:
+            errors.append(f"import {import_path}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}")
+            continue
+        top = import_path.split(".")[0]
+        dist = _dist_for(top)
+        if import_path != top:
+            dist = f"{dist or top} (vendored {import_path})"
+        paths = SYMBOL_PATHS.get(name, {})
+        symbols = frozenset(s for s in SYMBOLS.get(name, {}) if _resolve(module, paths.get(s, s)))
+        return LibraryBuild(
+            name=name,
+            dist=dist,
+            version=_version(module, _dist_for(top)),
+            import_path=import_path,
+            symbols=symbols,
+            error="; ".join(errors) or None,
+        )
+    return LibraryBuild(name=name, present=False, error="; ".join(errors) or "not installed")
+
+
+def probe_installed() -> SoftwareProfile:
+    """The ``installed`` profile of this machine."""
+    libs = {name: probe_library(name) for name in PROVIDERS}
+    return SoftwareProfile(
+        name="installed",
+        description="Probed on this machine (import and attribute checks, no kernel launched).",
+        libraries=libs,
+    )

@@ -1,0 +1,128 @@
+"""Named software profiles: what an engine release ships, as data (no imports).
+
+Each profile is a declared description, not a probe. Sources are given per library; where a
+release's contents were inferred rather than read from its wheel, the ``note`` says so.
+"""
+
+from __future__ import annotations
+
+from moe_oracle.software.catalog import AITER_SYMBOLS, DEEP_GEMM_SYMBOLS, MORI_SYMBOLS, TORCH_SYMBOLS
+from moe_oracle.software.types import LibraryBuild, SoftwareProfile
+
+_SM100_DG = frozenset(
+    {
+        "fp8_fp4_mega_moe",
+        "bf16_mega_moe",
+        "get_symm_buffer_for_mega_moe",
+        "transform_weights_for_mega_moe",
+        "get_block_m_for_mega_moe",
+        "per_token_cast_to_fp8",
+        "per_token_cast_to_fp4",
+    }
+)
+_SM90_FP8_DG = frozenset(
+    {
+        "fp8_mega_moe",
+        "mega_moe_pre_dispatch_sm90",
+        "get_symm_buffer_for_sm90_mega_moe",
+        "transform_weights_for_mega_moe_sm90",
+    }
+)
+_AITER_V2 = frozenset({"MegaMoEV2", "shuffle_weight_a16w4", "shuffle_scale_a16w4"})
+_TORCH = frozenset(TORCH_SYMBOLS)
+
+
+def _profile_all() -> SoftwareProfile:
+    return SoftwareProfile(
+        name="all",
+        description="Every known kernel build present (judges kernels and hardware alone).",
+        libraries={
+            "torch": LibraryBuild(name="torch", version="2.11", symbols=_TORCH),
+            "deep_gemm": LibraryBuild(
+                name="deep_gemm",
+                dist="deep_gemm (PR #323 build) / sgl-deep-gemm / vLLM fork",
+                version=None,
+                symbols=frozenset(DEEP_GEMM_SYMBOLS),
+            ),
+            "aiter": LibraryBuild(
+                name="aiter",
+                dist="amd-aiter (newest main)",
+                version=None,
+                symbols=frozenset(AITER_SYMBOLS),
+            ),
+            "mori": LibraryBuild(name="mori", dist="amd-mori", version="1.2.4", symbols=frozenset(MORI_SYMBOLS)),
+            "flydsl": LibraryBuild(name="flydsl", dist="flydsl", version="0.3.1"),
+        },
+    )
+
+
+def _profile_vllm_033() -> SoftwareProfile:
+    return SoftwareProfile(
+        name="vllm-0.33.0",
+        description="vLLM 0.33.0 wheel: vendored DeepGEMM 2.8.1 (SM100 mega kernels only), torch 2.14.0; "
+        "on ROCm the image's aiter with MegaMoEV2 and MoRI.",
+        libraries={
+            "torch": LibraryBuild(name="torch", version="2.14.0", symbols=_TORCH),
+            "vllm": LibraryBuild(name="vllm", dist="vllm", version="0.33.0"),
+            "deep_gemm": LibraryBuild(
+                name="deep_gemm",
+                dist="vllm (vendored vllm.third_party.deep_gemm)",
+                version="2.8.1",
+                import_path="vllm.third_party.deep_gemm",
+                symbols=_SM100_DG | {"nvfp4_mega_moe", "NVFP4SymmBuffer", "fp4_fp4_mega_moe"},
+                note="vllm-0.33.md §5: include/impls has sm100_*mega_moe*.cuh only; no SM90 mega kernel",
+            ),
+            "aiter": LibraryBuild(
+                name="aiter",
+                dist="amd-aiter",
+                version="0.1.20",
+                symbols=_AITER_V2,
+                note="ROCm images only; not pinned by the wheel (inferred from vLLM's aiter_mega_moe path)",
+            ),
+            "mori": LibraryBuild(name="mori", dist="amd-mori", version="1.2.4", symbols=frozenset(MORI_SYMBOLS)),
+            "flydsl": LibraryBuild(name="flydsl", dist="flydsl", version="0.3.1"),
+        },
+    )
+
+
+def _profile_sglang_0523() -> SoftwareProfile:
+    return SoftwareProfile(
+        name="sglang-0.5.23",
+        description="SGLang 0.5.23: sgl-deep-gemm 0.2.3.post2 (SM90 FP8 and SM100 FP8xFP4 mega-MoE), "
+        "torch 2.14.1; on ROCm aiter MegaMoEV2 via SGLANG_AMD_USE_FLYDSL_MEGA_MOE.",
+        libraries={
+            "torch": LibraryBuild(name="torch", version="2.14.1", symbols=_TORCH),
+            "sglang": LibraryBuild(name="sglang", dist="sglang", version="0.5.23"),
+            "deep_gemm": LibraryBuild(
+                name="deep_gemm",
+                dist="sgl-deep-gemm",
+                version="0.2.3.post2",
+                symbols=_SM100_DG | _SM90_FP8_DG,
+                note="kernels.md §1/§5: no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release",
+            ),
+            "aiter": LibraryBuild(name="aiter", dist="amd-aiter", version="0.1.20", symbols=_AITER_V2),
+            "mori": LibraryBuild(name="mori", dist="amd-mori", version="1.2.4", symbols=frozenset(MORI_SYMBOLS)),
+            "flydsl": LibraryBuild(name="flydsl", dist="flydsl", version="0.3.1"),
+        },
+    )
+
+
+def _profile_none() -> SoftwareProfile:
+    return SoftwareProfile(name="none", description="No kernel library present.")
+
+
+_FACTORIES = {
+    "all": _profile_all,
+    "vllm-0.33.0": _profile_vllm_033,
+    "sglang-0.5.23": _profile_sglang_0523,
+    "none": _profile_none,
+}
+
+#: Names accepted by ``--software`` besides ``installed``.
+NAMED_PROFILES: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def named_profile(name: str) -> SoftwareProfile | None:
+    """The named profile, or None when the name is unknown."""
+    factory = _FACTORIES.get(name)
+    return factory() if factory else None

@@ -1,0 +1,57 @@
+"""What a kernel-library build offers, as data.
+
+A :class:`SoftwareProfile` says which libraries are present, in which version, and which
+mega-MoE entry points (attribute paths such as ``fp8_mega_moe`` or ``_C.fp8_fp4_mega_moe_sm90``)
+they export. The ``installed`` profile is probed from this machine; named profiles describe
+what an engine release ships. Backends check entry points, never ``import`` a library.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class LibraryBuild(BaseModel):
+    """One kernel library as found (or described).
+
+    ``name`` is the logical library (``deep_gemm``, ``aiter``, ``mori``, ``flydsl``, ``torch``,
+    ``vllm``, ``sglang``, ``flashinfer``); ``dist`` the distribution providing it
+    (``sgl-deep-gemm``, ``vllm (vendored deep_gemm)``); ``symbols`` the entry points present.
+    A failed import keeps ``present=False`` and the error text.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    present: bool = True
+    dist: str | None = None
+    version: str | None = None
+    import_path: str | None = None
+    symbols: frozenset[str] = frozenset()
+    error: str | None = None
+    note: str | None = None
+
+    def has(self, symbol: str) -> bool:
+        return self.present and symbol in self.symbols
+
+
+class SoftwareProfile(BaseModel):
+    """A set of library builds under one name (``installed``, ``vllm-0.33.0``, ``all``...)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    description: str = ""
+    libraries: dict[str, LibraryBuild] = Field(default_factory=dict)
+
+    def library(self, name: str) -> LibraryBuild | None:
+        lib = self.libraries.get(name)
+        return lib if lib is not None and lib.present else None
+
+    def has(self, library: str, symbol: str) -> bool:
+        lib = self.library(library)
+        return lib is not None and lib.has(symbol)
+
+    def version(self, library: str) -> str | None:
+        lib = self.library(library)
+        return lib.version if lib else None

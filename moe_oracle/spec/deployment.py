@@ -1,0 +1,107 @@
+"""Where and how a model is served: device, topology, parallelism and environment.
+
+Rank arithmetic follows vLLM's model: attention runs with ``tp`` x ``dp`` ranks per pipeline
+stage; the MoE layers run over an expert-parallel group of ``ep`` ranks taken from those, and
+each expert is sharded over the remaining ``moe_tp = tp * dp / ep`` ranks. ``ep == 1`` means
+no expert parallelism.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from moe_oracle.spec.device import DeviceSpec
+
+Count = Annotated[int, Field(gt=0, le=1 << 16)]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Topology(_Frozen):
+    """Physical layout. ``domain_size`` is the NVLink/XGMI domain in GPUs (8 for HGX and
+    MI355X platforms, 72 for GB200/GB300 NVL72): ranks inside one domain reach each other's
+    memory directly, which every fused mega-MoE kernel needs for its dispatch and combine."""
+
+    gpus_per_node: Count = 8
+    nodes: Count = 1
+    domain_size: Count = 8
+
+    @property
+    def world_size(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def effective_domain(self) -> int:
+        """GPUs that actually share one NVLink/XGMI domain in this deployment."""
+        return min(self.domain_size, self.world_size)
+
+
+class Parallelism(_Frozen):
+    """Parallel layout. ``max_num_batched_tokens`` is the engine's per-step token budget
+    (per DP rank), which bounds the tokens one rank feeds the MoE layer in one step."""
+
+    tp: Count = 1
+    dp: Count = 1
+    ep: Count = 1
+    pp: Count = 1
+    max_num_batched_tokens: Annotated[int, Field(gt=0, le=1 << 24)] = 8192
+    all2all_backend: str | None = Field(default=None, min_length=1, max_length=64)
+    eplb: bool = False
+
+    @model_validator(mode="after")
+    def _ep_fits(self) -> Parallelism:
+        group = self.tp * self.dp
+        if group % self.ep:
+            raise ValueError(
+                f"ep={self.ep} must divide tp*dp={group}: the expert-parallel group is taken from the "
+                f"tp x dp ranks of one pipeline stage; use --ep {group} (pure EP) or a divisor of it"
+            )
+        return self
+
+    @property
+    def moe_group_size(self) -> int:
+        """Ranks that hold one copy of the MoE layer (tp * dp)."""
+        return self.tp * self.dp
+
+    @property
+    def moe_tp(self) -> int:
+        """Ranks each expert is sharded over (1 under pure expert parallelism)."""
+        return self.moe_group_size // self.ep
+
+    @property
+    def tokens_per_rank(self) -> int:
+        """Most tokens one rank feeds a MoE layer per step (the per-DP-rank budget)."""
+        return self.max_num_batched_tokens
+
+
+class Deployment(_Frozen):
+    """Everything about the cluster a capability decision depends on."""
+
+    device: DeviceSpec
+    topology: Topology
+    parallel: Parallelism
+    env: dict[str, str] = Field(default_factory=dict, description="Environment variables that matter.")
+
+    @model_validator(mode="after")
+    def _fits(self) -> Deployment:
+        need = self.parallel.tp * self.parallel.dp * self.parallel.pp
+        world = self.topology.world_size
+        if need > world:
+            raise ValueError(
+                f"tp*dp*pp = {self.parallel.tp}*{self.parallel.dp}*{self.parallel.pp} = {need} ranks "
+                f"exceeds the {world} GPUs of {self.topology.nodes} node(s) x "
+                f"{self.topology.gpus_per_node}; lower the parallel sizes or add --nodes"
+            )
+        return self
+
+    @property
+    def ep_group_size(self) -> int:
+        return self.parallel.ep
+
+    @property
+    def ranks_used(self) -> int:
+        return self.parallel.tp * self.parallel.dp * self.parallel.pp

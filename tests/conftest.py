@@ -1,0 +1,22 @@
+"""Shared pytest configuration: GPU tests skip cleanly without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+
+def _gpu_available() -> bool:
+    try:
+        import torch
+    except Exception:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs a GPU (marked gpu)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
