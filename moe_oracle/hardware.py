@@ -1,6 +1,6 @@
 """This machine's accelerators, read without launching a kernel.
 
-Sources in order: torch (CUDA or ROCm build), NVML (nvidia-ml-py), amdsmi. Each is optional
+Sources in order: NVML (nvidia-ml-py), amdsmi, torch (CUDA or ROCm build). Each is optional
 and imported lazily; whatever is missing is reported, not raised.
 """
 
@@ -144,10 +144,57 @@ def _from_nvml(notes: list[str]) -> LocalHardware | None:
             pynvml.nvmlShutdown()
 
 
+def _from_amdsmi(notes: list[str]) -> LocalHardware | None:
+    """AMD GPUs through amdsmi: ASIC info (``target_graphics_version`` such as gfx950), VRAM, XGMI links."""
+    try:
+        import amdsmi
+    except Exception:  # noqa: BLE001
+        notes.append("amdsmi not installed")
+        return None
+    try:
+        amdsmi.amdsmi_init()
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"amdsmi unavailable ({type(exc).__name__})")
+        return None
+    try:
+        handles = list(amdsmi.amdsmi_get_processor_handles())
+        gpus = []
+        for i, h in enumerate(handles):
+            asic = amdsmi.amdsmi_get_gpu_asic_info(h)
+            label = str(asic.get("target_graphics_version") or "gfx?")
+            try:
+                mem = float(amdsmi.amdsmi_get_gpu_vram_info(h)["vram_size"]) / 1024  # MiB -> GiB
+            except Exception:  # noqa: BLE001
+                mem = 0.0
+            gpus.append(LocalGPU(i, str(asic.get("market_name", "AMD GPU")), Arch.from_gcn_arch(label), label, mem))
+        xgmi = getattr(getattr(amdsmi, "AmdSmiIoLinkType", None), "XGMI", None)
+        peer = []
+        for a in handles:
+            row = []
+            for b in handles:
+                if a is b:
+                    row.append(True)
+                    continue
+                try:
+                    row.append(amdsmi.amdsmi_topo_get_link_type(a, b).get("type") == xgmi)
+                except Exception:  # noqa: BLE001
+                    row.append(False)
+            peer.append(tuple(row))
+        return LocalHardware(tuple(gpus), "amdsmi", tuple(peer), tuple(notes))
+    except Exception as exc:  # noqa: BLE001
+        notes.append(f"amdsmi query failed: {type(exc).__name__}: {exc}")
+        return None
+    finally:
+        try:
+            amdsmi.amdsmi_shut_down()
+        except Exception:  # noqa: BLE001
+            pass
+
+
 def detect_local() -> LocalHardware:
     """Detected GPUs (possibly none) and notes on every source tried."""
     notes: list[str] = []
-    for source in (_from_nvml, _from_torch):
+    for source in (_from_nvml, _from_amdsmi, _from_torch):
         found = source(notes)
         if found is not None and found.gpus:
             return found

@@ -57,7 +57,8 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     try:
-        cli.main(args=argv, prog_name="moe-oracle", standalone_mode=False)
+        # standalone_mode=False: click returns ctx.exit() codes instead of calling sys.exit
+        code = cli.main(args=argv, prog_name="moe-oracle", standalone_mode=False)
     except OracleError as exc:
         _fail(exc.one_line())
         return int(exc.exit_code)
@@ -80,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
             raise
         _fail(f"internal error: {type(exc).__name__}: {exc} (set MOE_ORACLE_DEBUG=1 for a traceback and report it)")
         return int(ExitCode.INTERNAL)
-    return int(ExitCode.OK)
+    return int(code) if isinstance(code, int) else int(ExitCode.OK)
 
 
 def _fail(message: str) -> None:

@@ -62,11 +62,14 @@ def select(model: str | None, **kw: Any) -> None:
             fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
         )
 
+    if kw.get("device") is None:
+        raise BadInputError("select needs --device", fix="e.g. --device b200, --device mi355x or --device local")
     from moe_oracle.inputs import build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
 
     engine = Engine(kw.pop("engine"))
-    override = Override.parse(kw["moe_backend"]) if kw.pop("moe_backend") else None
+    backend_text = kw.pop("moe_backend")
+    override = Override.parse(backend_text) if backend_text else None
     allow_fallback = kw.pop("allow_fallback")
     advisories = load_advisories(kw.pop("advisories"))
     env = env_from(kw.pop("env_items"))

@@ -16,7 +16,7 @@ _POS = click.IntRange(min=1)
 def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
     opts = [
         click.option(
-            "--device", required=True, help="Device name (h100, h200, b200, b300, gb200, mi355x, ...) or local."
+            "--device", default=None, help="Device name (h100, h200, b200, b300, gb200, mi355x, ...) or local."
         ),
         click.option("--gpus-per-node", type=_POS, default=None, help="GPUs per node [device default]."),
         click.option("--nodes", type=_POS, default=1, show_default=True, help="Number of nodes."),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from moe_oracle.model.types import ModelDescription
 
 
@@ -11,10 +13,15 @@ def resolve_model(source: str) -> ModelDescription:
     A JSON file whose top level has ``layer_groups`` is a manual description (the shape
     ``moe-oracle model --json`` prints); anything else goes through the model adapters.
     """
-    from moe_oracle.model.manual import is_manual_description, load_manual_description
+    path = Path(source)
+    if path.suffix.lower() == ".json" and path.is_file():
+        from moe_oracle.model.loader import read_json_file
 
-    if is_manual_description(source):
-        return load_manual_description(source)
+        data = read_json_file(path)
+        if "layer_groups" in data:
+            from moe_oracle.model.manual import manual_from_dict
+
+            return manual_from_dict(data, where=str(path))
     from moe_oracle.model.adapters import describe_model
 
     return describe_model(source)

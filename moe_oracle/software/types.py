@@ -8,7 +8,7 @@ what an engine release ships. Backends check entry points, never ``import`` a li
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 
 class LibraryBuild(BaseModel):
@@ -30,6 +30,10 @@ class LibraryBuild(BaseModel):
     symbols: frozenset[str] = frozenset()
     error: str | None = None
     note: str | None = None
+
+    @field_serializer("symbols")
+    def _sorted_symbols(self, symbols: frozenset[str]) -> list[str]:
+        return sorted(symbols)  # stable JSON, whatever the hash seed
 
     def has(self, symbol: str) -> bool:
         return self.present and symbol in self.symbols

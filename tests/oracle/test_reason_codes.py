@@ -31,8 +31,11 @@ def test_arch_unsupported():
 def test_kernel_missing_names_the_build():
     (r,) = has(run(V4_FLASH, "h200", dp=8, ep=8, software="vllm-0.33.0"), SM90_FP4, "KERNEL_MISSING")
     assert "2.8.1" in r.message and "_C.fp8_fp4_mega_moe_sm90" in r.message
-    (r,) = has(run(V4_FLASH, "h200", dp=8, ep=8, software="none"), SM90_FP4, "KERNEL_MISSING")
-    assert "not present" in r.message
+    rs = has(run(V4_FLASH, "h200", dp=8, ep=8, software="none"), SM90_FP4, "KERNEL_MISSING")
+    assert {r.message for r in rs} == {
+        "deep_gemm is not present in software profile 'none'",
+        "torch is not present in software profile 'none'",
+    }
 
 
 def test_library_version():
@@ -67,10 +70,10 @@ def test_quant_unsupported():
 
 
 def test_shape_unsupported_cites_both_sources():
-    d = run(manual(hidden=2816, inter=1408), "h200", dp=8, ep=8)
+    d = run(manual(hidden=2816, inter=1376), "h200", dp=8, ep=8)
     rs = has(d, SM90_FP4, "SHAPE_UNSUPPORTED")
     assert any("hidden_size=2816 is not a multiple of 512" in r.message and "128" in r.message for r in rs)
-    assert any("moe_intermediate_size=1408 is not a multiple of 128" in r.message for r in rs)
+    assert any("moe_intermediate_size=1376 is not a multiple of 128" in r.message for r in rs)
 
 
 def test_intermediate_limit_of_sm90_fp4():
