@@ -227,11 +227,21 @@ class MoELayerGroup(_Frozen):
         return data + scales
 
 
-def layer_span(layers: tuple[int, ...]) -> str:
-    """Compact layer list for messages: ``3-42``, ``0,1,2`` or ``43``."""
-    if len(layers) > 2 and layers[-1] - layers[0] == len(layers) - 1:
-        return f"{layers[0]}-{layers[-1]}"
-    return ",".join(map(str, layers))
+def layer_span(layers: tuple[int, ...] | list[int]) -> str:
+    """Compact layer list for messages: ``0-2,5,7-9``."""
+    parts: list[str] = []
+    start = prev = None
+    for layer in sorted(layers):
+        if start is None or prev is None:
+            start = prev = layer
+        elif layer == prev + 1:
+            prev = layer
+        else:
+            parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+            start = prev = layer
+    if start is not None:
+        parts.append(f"{start}" if start == prev else f"{start}-{prev}")
+    return ",".join(parts)
 
 
 def _cdiv(a: int, b: int) -> int:

@@ -1,0 +1,149 @@
+"""Family adapters: turn a Hugging Face ``config.json`` into a :class:`ModelDescription`.
+
+Entry points:
+
+* :func:`describe_model` -- a preset id, a local directory / ``config.json`` path or a Hub id
+  found in the local Hugging Face cache (see :mod:`moe_oracle.model.loader`);
+* :func:`describe_config` -- an already parsed config dict (plus optional
+  ``hf_quant_config.json`` dict).
+
+One module per family (``deepseek_v4``, ``deepseek_v41``, ``glm4_moe``, ``glm_moe_dsa``,
+``deepseek_v3``) holds that family's defaults; :mod:`._engine` does the work shared by all.
+Every failure is a one-line :class:`~moe_oracle.errors.BadInputError` subclass; no
+``KeyError`` / ``TypeError`` / pydantic ``ValidationError`` escapes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import ValidationError
+
+from moe_oracle.errors import BadInputError, ModelConfigError, UnsupportedArchitectureError
+from moe_oracle.model.adapters._engine import describe_with_rules
+from moe_oracle.model.adapters._view import FIX_VALUE, json_type, show
+from moe_oracle.model.adapters.registry import find_rules, supported_architectures, supported_model_types
+from moe_oracle.model.loader import list_presets, load_model_source
+from moe_oracle.model.types import ModelDescription
+
+__all__ = [
+    "describe_config",
+    "describe_model",
+    "list_presets",
+    "supported_architectures",
+    "supported_model_types",
+]
+
+_MANUAL_FIX = (
+    "describe the model manually: a JSON file shaped like `moe-oracle model --json` output, or the "
+    "manual flags (hidden size, expert width, experts, top-k, weight format)"
+)
+
+
+def describe_model(source: str, *, allow_network: bool = False) -> ModelDescription:
+    """Describe the MoE layers of a preset, a local checkpoint directory / config file, or a cached Hub id."""
+    raw = load_model_source(source, allow_network=allow_network)
+    return describe_config(raw.config, raw.hf_quant_config, model_id=raw.model_id, source=raw.origin)
+
+
+def describe_config(
+    config: Any,
+    hf_quant_config: Any = None,
+    *,
+    model_id: str = "<config>",
+    source: str = "",
+) -> ModelDescription:
+    """Describe the MoE layers of a parsed ``config.json`` (and optional ``hf_quant_config.json``)."""
+    try:
+        return _describe(config, hf_quant_config, model_id=model_id, source=source)
+    except BadInputError:
+        raise
+    except ValidationError as exc:
+        raise _from_validation(exc, model_id) from None
+    except (RecursionError, MemoryError) as exc:
+        raise ModelConfigError(
+            f"{model_id}: the config is too deeply nested or too large to read ({type(exc).__name__})"
+        ) from None
+    except (
+        KeyError,
+        TypeError,
+        AttributeError,
+        ValueError,
+        IndexError,
+        OverflowError,
+        ArithmeticError,
+    ) as exc:
+        error = ModelConfigError(
+            f"{model_id}: the config could not be read ({type(exc).__name__}: {show(str(exc), 120)})",
+            fix=_MANUAL_FIX,
+        )
+        error.internal = True  # type: ignore[attr-defined]  # a parser gap, not a rule of the model
+        raise error from exc
+
+
+def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) -> ModelDescription:
+    if not isinstance(config, dict):
+        raise ModelConfigError(
+            f"{model_id}: the config is a JSON {json_type(config)} ({show(config)}); expected an object",
+            fix="pass the contents of config.json",
+        )
+    architecture = _architecture(config.get("architectures"), "architectures", model_id)
+    model_type = _string(config.get("model_type"), "model_type", model_id)
+    text = config.get("text_config")
+    text_arch = text_type = None
+    if isinstance(text, dict):
+        text_arch = _architecture(text.get("architectures"), "text_config.architectures", model_id)
+        text_type = _string(text.get("model_type"), "text_config.model_type", model_id)
+    rules = find_rules(architecture, model_type, text_arch, text_type)
+    if rules is None:
+        seen = ", ".join(
+            f"{name}={value!r}"
+            for name, value in (
+                ("architectures[0]", architecture),
+                ("model_type", model_type),
+                ("text_config.model_type", text_type),
+            )
+            if value is not None
+        )
+        raise UnsupportedArchitectureError(
+            f"{model_id}: unsupported model ({seen or 'no architectures and no model_type'}); supported "
+            f"architectures: {', '.join(supported_architectures())}; model types: "
+            f"{', '.join(supported_model_types())}",
+            fix=_MANUAL_FIX,
+        )
+    return describe_with_rules(config, hf_quant_config, rules, model_id=model_id, source=source)
+
+
+def _architecture(value: Any, path: str, model_id: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ModelConfigError(
+            f"{model_id}: {path}={show(value)} is invalid: expected an array of class-name strings "
+            'such as ["DeepseekV4ForCausalLM"]',
+            fix=FIX_VALUE,
+        )
+    return value[0] if value else None
+
+
+def _string(value: Any, path: str, model_id: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ModelConfigError(
+            f"{model_id}: {path}={show(value)} is invalid: a JSON {json_type(value)}, expected a string",
+            fix=FIX_VALUE,
+        )
+    return value
+
+
+def _from_validation(exc: ValidationError, model_id: str) -> ModelConfigError:
+    errors = exc.errors()
+    first = errors[0] if errors else {"loc": (), "msg": str(exc), "input": None}
+    where = ".".join(str(part) for part in first.get("loc", ())) or exc.title
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return ModelConfigError(
+        f"{model_id}: the description is inconsistent at {where}: {first.get('msg')} "
+        f"(value {show(first.get('input'))}){more}",
+        fix="check the config values named above",
+    )

@@ -1,0 +1,455 @@
+"""The shared engine behind every family adapter.
+
+An adapter is a :class:`FamilyRules` (defaults and quirks of one model family, taken from the
+reference notes) run through :func:`describe_with_rules`:
+
+1. read the MoE shape (hidden size, expert width, experts, top-k, shared experts);
+2. lay out the layers: the main-model schedule (``mlp_layer_types``, else
+   ``first_k_dense_replace`` + ``moe_layer_freq``, else every layer), hash-routed layers, MTP
+   layers after the last decoder layer, DeepSeek DSpark draft layers;
+3. resolve each layer's routed- and shared-expert weight format (:mod:`._quant`);
+4. build routing and activation;
+5. group layers by role, then by everything a backend decision depends on, name the groups
+   and put the main (most numerous) group first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from moe_oracle.errors import ModelConfigError
+from moe_oracle.model.adapters._quant import QuantResolver, Site, deepseek_v4_site, hf_site
+from moe_oracle.model.adapters._view import ConfigView, check_int
+from moe_oracle.model.types import (
+    MAX_EXPERTS,
+    MAX_HIDDEN_SIZE,
+    MAX_INTERMEDIATE_SIZE,
+    MAX_LAYERS,
+    MAX_TOP_K,
+    Activation,
+    ModelDescription,
+    MoELayerGroup,
+    QuantSpec,
+    Routing,
+    Scoring,
+)
+
+MAX_SHARED_EXPERTS = 64
+MAX_EXTRA_LAYERS = 64
+MAX_SCALING_FACTOR = 1e4
+MAX_SWIGLU_LIMIT = 1e6
+
+ROLE_NAMES = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
+
+_LAYER_TYPES = {"dense": None, "sparse": "routed", "moe": "routed", "hash_moe": "hash"}
+
+
+@dataclass(frozen=True)
+class FamilyRules:
+    """Defaults and quirks of one model family (see ``shared/reference/models.md``)."""
+
+    family: str
+    architecture: str
+    #: ``deepseek_v4`` (``layers.3.ffn.experts``, ``mtp.0...``) or ``hf`` (``model.layers.3.mlp.experts``).
+    naming: str
+    #: Scoring when the config has no ``scoring_func``.
+    default_scoring: Scoring
+    #: Scoring the implementation fixes whatever the config says (GLM-4.x: sigmoid).
+    forced_scoring: Scoring | None = None
+    #: ``noaux_tc``: the correction bias exists when ``topk_method == "noaux_tc"``; ``always``: GLM-4.x.
+    bias: str = "noaux_tc"
+    #: ``topk_method`` when absent.
+    default_topk_method: str | None = None
+    default_renormalize: bool = True
+    #: DeepSeek V4: ``swiglu_limit`` is required and becomes the pre-activation clamp.
+    clamp: bool = False
+    #: DeepSeek V4: first ``num_hash_layers`` layers (or ``hash_moe`` entries) are hash-routed.
+    hash_layers: bool = False
+    #: DeepSeek V4.1: ``num_hash_layers`` must be absent or 0 (vLLM forces 0).
+    forbid_hash_layers: bool = False
+    #: DeepSeek V4 / V4.1: ``quant_method: fp8`` needs ``expert_dtype`` to say what the experts are.
+    expert_dtype_required: bool = False
+    #: DeepSeek V4 / V4.1: ``dspark_*`` keys describe draft layers with their own expert shape.
+    dspark: bool = False
+    #: Extra validation run on the view before anything else.
+    check: Callable[[ConfigView], None] | None = None
+
+
+@dataclass(frozen=True)
+class _Layer:
+    index: int
+    role: str
+    num_experts: int
+    top_k: int
+    site: Site
+
+
+@dataclass(frozen=True)
+class _Shape:
+    hidden_size: int
+    moe_intermediate_size: int
+    num_experts: int
+    top_k: int
+    num_shared_experts: int
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _shape(view: ConfigView) -> _Shape:
+    hidden = view.get_int("hidden_size", lo=1, hi=MAX_HIDDEN_SIZE, what="hidden size in elements")
+    inter = view.get_int(
+        "moe_intermediate_size", lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert"
+    )
+    experts = view.get_int("n_routed_experts", lo=1, hi=MAX_EXPERTS, what="routed experts per MoE layer")
+    top_k = view.get_int(
+        ("num_experts_per_tok", "n_activated_experts"), lo=1, hi=MAX_TOP_K, what="experts chosen per token"
+    )
+    if top_k > experts:
+        path = view.lookup(("num_experts_per_tok", "n_activated_experts"))[0]  # type: ignore[index]
+        raise view.error(
+            path,
+            top_k,
+            f"top-k {top_k} exceeds {view.lookup('n_routed_experts')[0]}={experts}",  # type: ignore[index]
+            fix="check both values against the model card",
+        )
+    shared = view.get_int(
+        "n_shared_experts", lo=0, hi=MAX_SHARED_EXPERTS, default=0, what="shared experts per MoE layer"
+    )
+    return _Shape(hidden, inter, experts, top_k, shared)
+
+
+def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[tuple[int, str]]:
+    """``(layer, role)`` of every MoE layer of the main model, role ``routed`` or ``hash``."""
+    found = view.lookup("mlp_layer_types")
+    roles: list[str | None]
+    if found is not None:
+        path, types = found
+        if not isinstance(types, list):
+            raise view.error(path, types, "expected an array with one entry per layer (dense / sparse)")
+        if len(types) != n_layers:
+            raise view.error(
+                path,
+                types,
+                f"it has {len(types)} entries but num_hidden_layers is {n_layers}",
+                fix="give one entry per decoder layer",
+            )
+        roles = []
+        for index, kind in enumerate(types):
+            if not isinstance(kind, str) or kind not in _LAYER_TYPES:
+                raise view.error(f"{path}[{index}]", kind, "expected one of " + ", ".join(_LAYER_TYPES))
+            roles.append(_LAYER_TYPES[kind])
+        if "hash" in roles and not rules.hash_layers:
+            raise view.error(path, "hash_moe", f"hash-routed layers are not part of {rules.family}")
+        hash_count = roles.count("hash")
+        declared = view.lookup("num_hash_layers")
+        if declared is not None and rules.hash_layers:
+            dpath, dvalue = declared
+            check_int(dvalue, path=dpath, lo=0, hi=n_layers, model_id=view.model_id)
+            if dvalue != hash_count:
+                raise view.error(
+                    dpath,
+                    dvalue,
+                    f"it contradicts {path}, which has {hash_count} hash_moe entries",
+                    fix="make the two agree",
+                )
+    else:
+        if view.has("first_k_dense_replace") or view.has("moe_layer_freq"):
+            first = view.get_int(
+                "first_k_dense_replace", lo=0, hi=n_layers, default=0, what="leading dense layers"
+            )
+            freq = view.get_int("moe_layer_freq", lo=1, hi=MAX_LAYERS, default=1, what="MoE every n-th layer")
+            roles = ["routed" if i >= first and i % freq == 0 else None for i in range(n_layers)]
+        else:
+            roles = ["routed"] * n_layers
+        if rules.hash_layers:
+            hashed = view.get_int(
+                "num_hash_layers", lo=0, hi=n_layers, default=0, what="leading hash-routed layers"
+            )
+            for i in range(hashed):
+                if roles[i] is None:
+                    raise view.error(
+                        view.lookup("num_hash_layers")[0],  # type: ignore[index]
+                        hashed,
+                        f"layer {i} would be hash-routed but it is a dense layer",
+                    )
+                roles[i] = "hash"
+    if rules.forbid_hash_layers:
+        found_hash = view.lookup("num_hash_layers")
+        if found_hash is not None and found_hash[1] != 0:
+            raise view.error(
+                found_hash[0],
+                found_hash[1],
+                f"{rules.family} has no hash-routed layers (vLLM forces num_hash_layers=0)",
+                fix="remove num_hash_layers",
+            )
+    layers = [(i, role) for i, role in enumerate(roles) if role is not None]
+    if not layers:
+        raise ModelConfigError(
+            f"{view.model_id}: the layer schedule leaves no MoE layer among the {n_layers} layers "
+            "(check first_k_dense_replace, moe_layer_freq, mlp_layer_types)",
+            fix="a dense model needs no MoE backend; otherwise fix the schedule",
+        )
+    return layers
+
+
+def _site(rules: FamilyRules, role: str, index: int, n_layers: int) -> Site:
+    label = f"layer {index} ({role})"
+    if rules.naming == "deepseek_v4":
+        if role in ("mtp", "draft"):
+            return deepseek_v4_site(label, None, index - n_layers)
+        return deepseek_v4_site(label, index, None)
+    return hf_site(label, index)
+
+
+def _extra_layers(view: ConfigView, rules: FamilyRules, shape: _Shape, n_layers: int) -> list[_Layer]:
+    """MTP layers (``num_nextn_predict_layers``) or DeepSeek DSpark draft layers."""
+    dspark_keys = ("dspark_target_layer_ids", "dspark_n_routed_experts", "dspark_num_experts_per_tok")
+    if rules.dspark and any(view.has(key) for key in dspark_keys):
+        found = view.lookup("dspark_target_layer_ids")
+        if found is not None:
+            path, targets = found
+            if not isinstance(targets, list) or len(targets) > MAX_EXTRA_LAYERS:
+                raise view.error(
+                    path, targets, f"expected an array of at most {MAX_EXTRA_LAYERS} layer indices"
+                )
+            for i, target in enumerate(targets):
+                check_int(target, path=f"{path}[{i}]", lo=0, hi=n_layers - 1, model_id=view.model_id)
+            count = len(targets)
+        else:
+            count = view.get_int(
+                "num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="DSpark stages"
+            )
+        experts = view.get_int(
+            "dspark_n_routed_experts", lo=1, hi=MAX_EXPERTS, default=shape.num_experts, what="draft experts"
+        )
+        top_k = view.get_int(
+            "dspark_num_experts_per_tok", lo=1, hi=MAX_TOP_K, default=shape.top_k, what="draft top-k"
+        )
+        if top_k > experts:
+            raise view.error(
+                view.lookup("dspark_num_experts_per_tok")[0]  # type: ignore[index]
+                if view.has("dspark_num_experts_per_tok")
+                else view.path("dspark_num_experts_per_tok"),
+                top_k,
+                f"draft top-k {top_k} exceeds the {experts} draft experts (dspark_n_routed_experts)",
+            )
+        role = "draft"
+    else:
+        count = view.get_int(
+            "num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="MTP layers"
+        )
+        experts, top_k, role = shape.num_experts, shape.top_k, "mtp"
+    if n_layers + count > MAX_LAYERS:
+        raise ModelConfigError(
+            f"{view.model_id}: {n_layers} layers plus {count} {role} layers exceed "
+            f"the {MAX_LAYERS}-layer bound"
+        )
+    return [
+        _Layer(i, role, experts, top_k, _site(rules, role, i, n_layers))
+        for i in range(n_layers, n_layers + count)
+    ]
+
+
+def _scoring(view: ConfigView, rules: FamilyRules) -> Scoring:
+    if rules.forced_scoring is not None:
+        return rules.forced_scoring
+    value = view.get_choice(
+        "scoring_func", [s.value for s in Scoring], default=rules.default_scoring.value, what="router scoring"
+    )
+    return Scoring(value)
+
+
+def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routing, Routing]:
+    """Routing of score layers and of hash layers."""
+    scoring = _scoring(view, rules)
+    if rules.bias == "always":
+        bias = True
+    else:
+        method = view.get_str("topk_method", default=rules.default_topk_method, what="expert selection")
+        bias = method == "noaux_tc"
+    renormalize = view.get_bool("norm_topk_prob", default=rules.default_renormalize, what="renormalize")
+    groups = view.get_int("n_group", lo=1, hi=MAX_EXPERTS, default=1, what="expert groups")
+    topk_groups = view.get_int("topk_group", lo=1, hi=MAX_EXPERTS, default=1, what="groups chosen per token")
+    if topk_groups > groups:
+        raise view.error(
+            view.lookup("topk_group")[0],  # type: ignore[index]
+            topk_groups,
+            f"topk_group {topk_groups} exceeds n_group={groups}",
+        )
+    if groups > 1 and shape.num_experts % groups:
+        raise view.error(
+            view.lookup("n_group")[0],  # type: ignore[index]
+            groups,
+            f"n_routed_experts={shape.num_experts} is not divisible by n_group={groups}",
+        )
+    scale = view.get_float(
+        "routed_scaling_factor", gt=0.0, hi=MAX_SCALING_FACTOR, default=1.0, what="routed scaling factor"
+    )
+    score = Routing(
+        scoring=scoring,
+        hash=False,
+        correction_bias=bias,
+        renormalize=renormalize,
+        num_groups=groups,
+        topk_groups=topk_groups,
+        routed_scaling_factor=scale,
+    )
+    hashed = score.model_copy(update={"hash": True, "correction_bias": False})
+    return score, hashed
+
+
+def _activation(view: ConfigView, rules: FamilyRules) -> Activation:
+    act = view.lookup("hidden_act")
+    if act is not None and act[1] != "silu":
+        raise view.error(
+            act[0],
+            act[1],
+            "the oracle describes SwiGLU (silu) experts only",
+            fix="describe the model manually",
+        )
+    if not rules.clamp:
+        return Activation()
+    limit = view.get_float(
+        "swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, what="SwiGLU pre-activation clamp; DeepSeek V4 uses 10.0"
+    )
+    return Activation(clamp=limit)
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouping
+# ---------------------------------------------------------------------------------------------
+
+
+def _quant_key(spec: QuantSpec | None) -> tuple | None:
+    if spec is None:
+        return None
+    return (spec.format, spec.block, spec.scale_format, spec.global_scale)
+
+
+def _group_layers(rows: list[dict[str, Any]]) -> tuple[MoELayerGroup, ...]:
+    by_role: dict[str, dict[tuple, list[dict[str, Any]]]] = {}
+    for row in rows:
+        key = (
+            row["hidden_size"],
+            row["moe_intermediate_size"],
+            row["num_experts"],
+            row["top_k"],
+            row["num_shared_experts"],
+            _quant_key(row["weight_quant"]),
+            _quant_key(row["shared_expert_quant"]),
+            row["activation"],
+            row["routing"],
+        )
+        by_role.setdefault(row["role"], {}).setdefault(key, []).append(row)
+
+    groups: list[MoELayerGroup] = []
+    for role, buckets in by_role.items():
+        base = ROLE_NAMES[role]
+        names: list[str] = []
+        for members in buckets.values():
+            if len(buckets) == 1:
+                name = base
+            else:
+                quant = members[0]["weight_quant"]
+                name = f"{base}_{quant.format.value}"
+                if name in names:
+                    tile = f"{quant.block[0]}x{quant.block[1]}" if quant.block else "none"
+                    name = f"{base}_{quant.format.value}_{tile}"
+                suffix = 2
+                stem = name
+                while name in names:
+                    name = f"{stem}_{suffix}"
+                    suffix += 1
+            names.append(name)
+            first = members[0]
+            groups.append(
+                MoELayerGroup(
+                    name=name,
+                    role=role,
+                    layers=tuple(m["index"] for m in members),
+                    hidden_size=first["hidden_size"],
+                    moe_intermediate_size=first["moe_intermediate_size"],
+                    num_experts=first["num_experts"],
+                    top_k=first["top_k"],
+                    num_shared_experts=first["num_shared_experts"],
+                    shared_expert_quant=first["shared_expert_quant"],
+                    weight_quant=first["weight_quant"],
+                    activation=first["activation"],
+                    routing=first["routing"],
+                )
+            )
+    return order_groups(groups)
+
+
+def order_groups(groups: list[MoELayerGroup]) -> tuple[MoELayerGroup, ...]:
+    """Main (most layers; ties: earliest first layer) group first, then the others in model order."""
+    if not groups:
+        return ()
+    main = max(groups, key=lambda g: (len(g.layers), -min(g.layers)))
+    rest = sorted((g for g in groups if g is not main), key=lambda g: min(g.layers))
+    return (main, *rest)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def describe_with_rules(
+    config: dict,
+    hf_quant_config: Any,
+    rules: FamilyRules,
+    *,
+    model_id: str,
+    source: str,
+) -> ModelDescription:
+    view = ConfigView.of(config, model_id)
+    if rules.check is not None:
+        rules.check(view)
+    n_layers = view.get_int("num_hidden_layers", lo=1, hi=MAX_LAYERS, what="decoder layers")
+    shape = _shape(view)
+    main = _main_schedule(view, rules, n_layers)
+    layers = [
+        _Layer(i, role, shape.num_experts, shape.top_k, _site(rules, role, i, n_layers)) for i, role in main
+    ]
+    layers += _extra_layers(view, rules, shape, n_layers)
+    score_routing, hash_routing = _routing(view, rules, shape)
+    activation = _activation(view, rules)
+    resolver = QuantResolver(view, hf_quant_config, expert_dtype_required=rules.expert_dtype_required)
+
+    rows = []
+    for layer in layers:
+        rows.append(
+            {
+                "index": layer.index,
+                "role": layer.role,
+                "hidden_size": shape.hidden_size,
+                "moe_intermediate_size": shape.moe_intermediate_size,
+                "num_experts": layer.num_experts,
+                "top_k": layer.top_k,
+                "num_shared_experts": shape.num_shared_experts,
+                "weight_quant": resolver.routed(layer.site),
+                "shared_expert_quant": resolver.shared(layer.site) if shape.num_shared_experts else None,
+                "activation": activation,
+                "routing": hash_routing if layer.role == "hash" else score_routing,
+            }
+        )
+
+    architecture, model_type = _identity(config, rules)
+    return ModelDescription(
+        model=model_id,
+        architecture=architecture,
+        model_type=model_type,
+        family=rules.family,
+        layer_groups=_group_layers(rows),
+        num_hidden_layers=n_layers,
+        source=source,
+    )
+
+
+def _identity(config: dict, rules: FamilyRules) -> tuple[str, str]:
+    archs = config.get("architectures")
+    architecture = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    model_type = config.get("model_type")
+    return architecture or rules.architecture, model_type if isinstance(model_type, str) else ""

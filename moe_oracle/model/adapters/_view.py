@@ -1,0 +1,252 @@
+"""Strictly typed reading of a Hugging Face ``config.json`` dict.
+
+:class:`ConfigView` reads keys through an optional nested ``text_config`` first (DeepSeek
+V4.1, VL variants), treats ``null`` exactly like an absent key, and turns every wrong type,
+missing key or out-of-range value into a one-line :class:`ModelConfigError` that names the
+key by its JSON path (``text_config.hidden_size``), the value found and what was expected.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from moe_oracle.errors import ModelConfigError
+
+_MISSING: Any = object()
+
+#: Keys are looked up under these names, in order (first present, non-null one wins).
+Keys = str | Sequence[str]
+
+#: The fix offered when a config value breaks a rule.
+FIX_VALUE = "correct the value in config.json, or describe the model manually"
+
+
+def show(value: Any, limit: int = 80) -> str:
+    """A short, single-line rendering of a JSON value for an error message."""
+    try:
+        text = json.dumps(value, ensure_ascii=True)
+    except (TypeError, ValueError, RecursionError):
+        try:
+            text = repr(value)
+        except Exception:
+            text = f"<{type(value).__name__}>"
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 3] + "..."
+    return text
+
+
+def json_type(value: Any) -> str:
+    """The JSON name of a value's type (``integer``, ``string``, ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, (list, tuple)):
+        return "array"
+    if isinstance(value, dict):
+        return "object"
+    return type(value).__name__
+
+
+def is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+class ConfigView:
+    """Read-only, typed access to one config dict and its optional ``text_config``.
+
+    ``scopes`` is a list of ``(prefix, dict)`` searched in order; the prefix is the JSON path
+    of that dict (``"text_config."`` or ``""``).
+    """
+
+    def __init__(self, scopes: Sequence[tuple[str, dict]], model_id: str) -> None:
+        self.scopes = list(scopes)
+        self.model_id = model_id
+
+    @classmethod
+    def of(cls, config: dict, model_id: str) -> ConfigView:
+        text = config.get("text_config")
+        if text is None:
+            return cls([("", config)], model_id)
+        if not isinstance(text, dict):
+            raise ModelConfigError(
+                f"{model_id}: text_config={show(text)} is a JSON {json_type(text)}; expected an object "
+                "holding the language model's keys",
+                fix="remove text_config or make it an object",
+            )
+        return cls([("text_config.", text), ("", config)], model_id)
+
+    # -- lookup ---------------------------------------------------------------------------
+
+    def lookup(self, keys: Keys) -> tuple[str, Any] | None:
+        """``(json_path, value)`` of the first present, non-null key, or ``None``."""
+        names = (keys,) if isinstance(keys, str) else tuple(keys)
+        for prefix, data in self.scopes:
+            for name in names:
+                value = data.get(name)
+                if value is not None:
+                    return prefix + name, value
+        return None
+
+    def has(self, keys: Keys) -> bool:
+        return self.lookup(keys) is not None
+
+    def path(self, keys: Keys) -> str:
+        """The JSON path a missing key is reported under (its first name, innermost scope)."""
+        name = keys if isinstance(keys, str) else keys[0]
+        return self.scopes[0][0] + name
+
+    # -- errors ---------------------------------------------------------------------------
+
+    def error(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
+        return ModelConfigError(
+            f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE
+        )
+
+    def missing(self, keys: Keys, expected: str, fix: str | None = None) -> ModelConfigError:
+        names = (keys,) if isinstance(keys, str) else tuple(keys)
+        alias = f" (or {', '.join(names[1:])})" if len(names) > 1 else ""
+        return ModelConfigError(
+            f"{self.model_id}: {self.path(keys)}{alias} is missing; expected {expected}",
+            fix=fix or "add the key to config.json or describe the model manually",
+        )
+
+    # -- typed getters ----------------------------------------------------------------------
+
+    def get_int(
+        self,
+        keys: Keys,
+        *,
+        lo: int,
+        hi: int,
+        default: Any = _MISSING,
+        what: str = "",
+    ) -> int:
+        expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        return check_int(value, path=path, lo=lo, hi=hi, what=what, model_id=self.model_id)
+
+    def get_float(
+        self,
+        keys: Keys,
+        *,
+        gt: float = 0.0,
+        hi: float = 1e6,
+        default: Any = _MISSING,
+        what: str = "",
+    ) -> float:
+        expected = f"a finite number > {gt:g} and <= {hi:g}" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not is_number(value):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        number = float(value)
+        if not math.isfinite(number) or number <= gt or number > hi:
+            raise self.error(path, value, f"expected {expected}")
+        return number
+
+    def get_bool(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> bool:
+        expected = "true or false" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not isinstance(value, bool):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        return value
+
+    def get_str(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> str:
+        expected = "a string" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not isinstance(value, str):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        return value
+
+    def get_choice(
+        self, keys: Keys, choices: Sequence[str], *, default: Any = _MISSING, what: str = ""
+    ) -> str:
+        expected = "one of " + ", ".join(choices) + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not isinstance(value, str) or value not in choices:
+            raise self.error(path, value, f"expected {expected}")
+        return value
+
+    def get_list(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> list:
+        expected = "an array" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not isinstance(value, list):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        return value
+
+    def get_dict(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> dict:
+        expected = "an object" + (f" ({what})" if what else "")
+        found = self.lookup(keys)
+        if found is None:
+            if default is _MISSING:
+                raise self.missing(keys, expected)
+            return default
+        path, value = found
+        if not isinstance(value, dict):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        return value
+
+
+def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_id: str) -> int:
+    """Validate one integer found at ``path``: a JSON integer (not a boolean, not 4096.0) in range."""
+    expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
+    if not is_int(value):
+        hint = ""
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            hint = f"; write {int(value)} without the decimal point"
+        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+            hint = "; write the number without quotes"
+        raise ModelConfigError(
+            f"{model_id}: {path}={show(value)} is invalid: "
+            f"a JSON {json_type(value)}, expected {expected}{hint}",
+            fix=FIX_VALUE,
+        )
+    if value < lo or value > hi:
+        raise ModelConfigError(
+            f"{model_id}: {path}={show(value)} is out of range: expected {expected}", fix=FIX_VALUE
+        )
+    return value

@@ -1,0 +1,418 @@
+"""Manual model descriptions: describe any DeepSeek-style MoE without an adapter.
+
+Two ways in, validated with the same one-line :class:`ModelConfigError` messages as configs:
+
+* a JSON file shaped like the ``moe-oracle model --json`` output
+  (:func:`load_manual_description` / :func:`manual_from_dict`); ``weight_format`` is a string
+  (``bf16``, ``fp8_block``, ``fp8_channel``, ``mxfp4``, ``mxfp8``, ``nvfp4``) and
+  ``weight_block`` / ``weight_scale_format`` / ``weight_global_scale`` default to the format's
+  usual layout (FP8 blocks 128x128 with float32 scales, MX groups of 32 with ue8m0 scales,
+  NVFP4 groups of 16 with e4m3 scales and a global scale);
+* keyword values, as CLI flags deliver them (:func:`manual_from_flags`).
+
+Defaults when a field is left out: role ``routed``, no shared experts, plain SwiGLU, and
+DeepSeek-V3-style routing (sigmoid scores, noaux_tc correction bias, renormalised, one expert
+group, scaling factor 1.0).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from moe_oracle.errors import ModelConfigError
+from moe_oracle.model.adapters._engine import order_groups
+from moe_oracle.model.adapters._view import check_int, is_number, json_type, show
+from moe_oracle.model.loader import read_json_file
+from moe_oracle.model.render import ACTIVATION_KEYS, GROUP_KEYS, ROUTING_KEYS, TOP_LEVEL_KEYS
+from moe_oracle.model.types import (
+    MAX_EXPERTS,
+    MAX_HIDDEN_SIZE,
+    MAX_INTERMEDIATE_SIZE,
+    MAX_LAYERS,
+    MAX_TOP_K,
+    Activation,
+    ModelDescription,
+    MoELayerGroup,
+    QuantSpec,
+    Routing,
+    ScaleFormat,
+    Scoring,
+    WeightFormat,
+)
+
+#: Usual (block, scale format, global scale) of each weight format.
+FORMAT_DEFAULTS: dict[WeightFormat, tuple[tuple[int, int] | None, ScaleFormat, bool]] = {
+    WeightFormat.BF16: (None, ScaleFormat.NONE, False),
+    WeightFormat.FP8_BLOCK: ((128, 128), ScaleFormat.FP32, False),
+    WeightFormat.FP8_CHANNEL: (None, ScaleFormat.FP32, False),
+    WeightFormat.MXFP4: ((1, 32), ScaleFormat.UE8M0, False),
+    WeightFormat.MXFP8: ((1, 32), ScaleFormat.UE8M0, False),
+    WeightFormat.NVFP4: ((1, 16), ScaleFormat.E4M3, True),
+}
+
+_ROLES = ("routed", "hash", "mtp", "draft")
+_ROLE_NAMES = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
+_FIX = "see the `moe-oracle model --json` output of a preset for the expected shape"
+
+
+class _Ctx:
+    """Where values come from, for error messages (a JSON file or CLI flags)."""
+
+    def __init__(self, where: str, *, flags: bool) -> None:
+        self.where = where
+        self.flags = flags
+
+    def name(self, path: str) -> str:
+        if not self.flags:
+            return path
+        leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        leaf = {"clamp": "swiglu_clamp", "layers": "num_layers"}.get(leaf, leaf)
+        return "--" + leaf.replace("_", "-")
+
+    def error(self, path: str, value: Any, expected: str) -> ModelConfigError:
+        return ModelConfigError(
+            f"{self.where}: {self.name(path)}={show(value)} is invalid: {expected}",
+            fix="correct the flag value" if self.flags else _FIX,
+        )
+
+    def int(self, value: Any, path: str, lo: int, hi: int, what: str = "") -> int:
+        if self.flags and isinstance(value, str):
+            if not value.strip().lstrip("+-").isdigit():
+                raise self.error(path, value, f"expected an integer in {lo}..{hi}")
+            value = int(value.strip())
+        return check_int(value, path=self.name(path), lo=lo, hi=hi, what=what, model_id=self.where)
+
+    def number(self, value: Any, path: str, *, hi: float) -> float:
+        if self.flags and isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                raise self.error(path, value, "expected a number") from None
+        if not is_number(value) or not math.isfinite(float(value)) or not 0 < float(value) <= hi:
+            raise self.error(path, value, f"expected a finite number > 0 and <= {hi:g}")
+        return float(value)
+
+    def bool(self, value: Any, path: str) -> bool:
+        if (
+            self.flags
+            and isinstance(value, str)
+            and value.lower() in ("true", "false", "1", "0", "yes", "no")
+        ):
+            return value.lower() in ("true", "1", "yes")
+        if not isinstance(value, bool):
+            raise self.error(path, value, f"a JSON {json_type(value)}, expected true or false")
+        return value
+
+    def choice(self, value: Any, path: str, choices: list[str]) -> str:
+        if not isinstance(value, str) or value.lower() not in choices:
+            hint = (
+                " (say fp8_block for block scales or fp8_channel for per-row scales)"
+                if value == "fp8"
+                else ""
+            )
+            raise self.error(path, value, "expected one of " + ", ".join(choices) + hint)
+        return value.lower()
+
+
+def _quant(
+    ctx: _Ctx,
+    fmt_value: Any,
+    path: str,
+    *,
+    block: Any = None,
+    scale: Any = None,
+    global_scale: Any = None,
+    block_path: str = "weight_block",
+    scale_path: str = "weight_scale_format",
+    global_path: str = "weight_global_scale",
+) -> QuantSpec:
+    fmt = WeightFormat(ctx.choice(fmt_value, path, [f.value for f in WeightFormat]))
+    default_block, default_scale, default_global = FORMAT_DEFAULTS[fmt]
+    if block is None:
+        block_value = default_block
+    else:
+        if isinstance(block, str) and ctx.flags:
+            block = [part for part in block.replace("x", ",").split(",") if part.strip()]
+        if not isinstance(block, (list, tuple)) or len(block) != 2:
+            raise ctx.error(block_path, block, "expected [rows, cols] or null")
+        block_value = (
+            ctx.int(block[0], f"{block_path}[0]", 1, 4096),
+            ctx.int(block[1], f"{block_path}[1]", 1, 4096),
+        )
+    scale_value = (
+        default_scale
+        if scale is None
+        else ScaleFormat(ctx.choice(scale, scale_path, [s.value for s in ScaleFormat]))
+    )
+    global_value = default_global if global_scale is None else ctx.bool(global_scale, global_path)
+    try:
+        return QuantSpec(
+            format=fmt,
+            block=block_value,
+            scale_format=scale_value,
+            global_scale=global_value,
+            source="manual",
+        )
+    except ValidationError as exc:
+        message = exc.errors()[0].get("msg", str(exc))
+        raise ctx.error(path, fmt_value, f"inconsistent weight layout: {message}") from None
+
+
+def _routing(ctx: _Ctx, data: dict, path: str) -> Routing:
+    unknown = sorted(set(data) - set(ROUTING_KEYS))
+    if unknown:
+        raise ctx.error(
+            f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(ROUTING_KEYS)
+        )
+    scoring = Scoring(
+        ctx.choice(data.get("scoring", "sigmoid"), f"{path}.scoring", [s.value for s in Scoring])
+    )
+    groups = ctx.int(data.get("num_groups", 1), f"{path}.num_groups", 1, MAX_EXPERTS)
+    topk_groups = ctx.int(data.get("topk_groups", 1), f"{path}.topk_groups", 1, MAX_EXPERTS)
+    if topk_groups > groups:
+        raise ctx.error(f"{path}.topk_groups", topk_groups, f"exceeds num_groups={groups}")
+    return Routing(
+        scoring=scoring,
+        hash=ctx.bool(data.get("hash", False), f"{path}.hash"),
+        correction_bias=ctx.bool(data.get("correction_bias", True), f"{path}.correction_bias"),
+        renormalize=ctx.bool(data.get("renormalize", True), f"{path}.renormalize"),
+        num_groups=groups,
+        topk_groups=topk_groups,
+        routed_scaling_factor=ctx.number(
+            data.get("routed_scaling_factor", 1.0), f"{path}.routed_scaling_factor", hi=1e4
+        ),
+    )
+
+
+def _activation(ctx: _Ctx, data: Any, path: str) -> Activation:
+    if data is None:
+        return Activation()
+    if not isinstance(data, dict):
+        raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object {{kind, clamp}}")
+    unknown = sorted(set(data) - set(ACTIVATION_KEYS))
+    if unknown:
+        raise ctx.error(f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected kind, clamp")
+    ctx.choice(data.get("kind", "swiglu"), f"{path}.kind", ["swiglu"])
+    clamp = data.get("clamp")
+    return Activation(clamp=None if clamp is None else ctx.number(clamp, f"{path}.clamp", hi=1e6))
+
+
+def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGroup:
+    path = f"layer_groups[{index}]"
+    if not isinstance(data, dict):
+        raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object")
+    unknown = sorted(set(data) - set(GROUP_KEYS))
+    if unknown:
+        raise ctx.error(
+            f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(GROUP_KEYS)
+        )
+    for key in ("layers", "hidden_size", "moe_intermediate_size", "num_experts", "top_k", "weight_format"):
+        if data.get(key) is None:
+            raise ModelConfigError(f"{ctx.where}: {path}.{key} is missing", fix=_FIX)
+    role = ctx.choice(data.get("role", "routed"), f"{path}.role", list(_ROLES))
+    name = data.get("name")
+    if name is None:
+        name = _ROLE_NAMES[role]
+        stem, n = name, 2
+        while name in used_names:
+            name, n = f"{stem}_{n}", n + 1
+    elif not isinstance(name, str) or not 1 <= len(name) <= 64:
+        raise ctx.error(f"{path}.name", name, "expected a string of 1..64 characters")
+    layers = data["layers"]
+    if not isinstance(layers, list) or not layers:
+        raise ctx.error(f"{path}.layers", layers, "expected a non-empty array of layer indices")
+    layer_ids = tuple(ctx.int(v, f"{path}.layers[{i}]", 0, MAX_LAYERS - 1) for i, v in enumerate(layers))
+    if len(set(layer_ids)) != len(layer_ids):
+        raise ctx.error(f"{path}.layers", layers, "layer indices repeat")
+    hidden = ctx.int(data["hidden_size"], f"{path}.hidden_size", 1, MAX_HIDDEN_SIZE)
+    inter = ctx.int(data["moe_intermediate_size"], f"{path}.moe_intermediate_size", 1, MAX_INTERMEDIATE_SIZE)
+    experts = ctx.int(data["num_experts"], f"{path}.num_experts", 1, MAX_EXPERTS)
+    top_k = ctx.int(data["top_k"], f"{path}.top_k", 1, MAX_TOP_K)
+    if top_k > experts:
+        raise ctx.error(f"{path}.top_k", top_k, f"exceeds num_experts={experts}")
+    shared = ctx.int(data.get("num_shared_experts", 0), f"{path}.num_shared_experts", 0, 64)
+    quant = _quant(
+        ctx,
+        data["weight_format"],
+        f"{path}.weight_format",
+        block=data.get("weight_block"),
+        scale=data.get("weight_scale_format"),
+        global_scale=data.get("weight_global_scale"),
+        block_path=f"{path}.weight_block",
+        scale_path=f"{path}.weight_scale_format",
+        global_path=f"{path}.weight_global_scale",
+    )
+    shared_format = data.get("shared_expert_format")
+    shared_quant = None
+    if shared_format is not None:
+        if shared == 0:
+            raise ctx.error(f"{path}.shared_expert_format", shared_format, "num_shared_experts is 0")
+        shared_quant = _quant(ctx, shared_format, f"{path}.shared_expert_format")
+    routing_data = data.get("routing", {})
+    if not isinstance(routing_data, dict):
+        raise ctx.error(
+            f"{path}.routing", routing_data, f"a JSON {json_type(routing_data)}, expected an object"
+        )
+    routing = _routing(ctx, routing_data, f"{path}.routing")
+    if routing.num_groups > 1 and experts % routing.num_groups:
+        raise ctx.error(
+            f"{path}.routing.num_groups", routing.num_groups, f"does not divide num_experts={experts}"
+        )
+    if role == "hash" and not routing.hash:
+        routing = routing.model_copy(update={"hash": True, "correction_bias": False})
+    try:
+        return MoELayerGroup(
+            name=name,
+            role=role,
+            layers=layer_ids,
+            hidden_size=hidden,
+            moe_intermediate_size=inter,
+            num_experts=experts,
+            top_k=top_k,
+            num_shared_experts=shared,
+            shared_expert_quant=shared_quant,
+            weight_quant=quant,
+            activation=_activation(ctx, data.get("activation"), f"{path}.activation"),
+            routing=routing,
+        )
+    except ValidationError as exc:
+        raise _validation(ctx, exc, path) from None
+
+
+def _validation(ctx: _Ctx, exc: ValidationError, path: str) -> ModelConfigError:
+    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc), "input": None}
+    loc = ".".join(str(p) for p in first.get("loc", ()))
+    where = f"{path}.{loc}" if loc else path
+    return ModelConfigError(
+        f"{ctx.where}: {ctx.name(where)} is invalid: {first.get('msg')} (value {show(first.get('input'))})",
+        fix=_FIX,
+    )
+
+
+def _text(ctx: _Ctx, data: dict, key: str, default: str) -> str:
+    value = data.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, str):
+        raise ctx.error(key, value, f"a JSON {json_type(value)}, expected a string")
+    return value
+
+
+def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDescription:
+    """Build a description from a dict shaped like ``moe-oracle model --json`` output."""
+    ctx = _Ctx(where, flags=False)
+    if not isinstance(data, dict):
+        raise ModelConfigError(
+            f"{where}: the top level is a JSON {json_type(data)}; expected an object", fix=_FIX
+        )
+    unknown = sorted(set(data) - set(TOP_LEVEL_KEYS) - {"num_hidden_layers"})
+    if unknown:
+        raise ctx.error(unknown[0], data[unknown[0]], "unknown key; expected " + ", ".join(TOP_LEVEL_KEYS))
+    groups_data = data.get("layer_groups")
+    if not isinstance(groups_data, list) or not groups_data:
+        raise ctx.error("layer_groups", groups_data, "expected a non-empty array of layer groups")
+    if len(groups_data) > 256:
+        raise ctx.error("layer_groups", f"<{len(groups_data)} groups>", "at most 256 groups are accepted")
+    groups: list[MoELayerGroup] = []
+    used: set[str] = set()
+    for index, group_data in enumerate(groups_data):
+        group = _group(ctx, group_data, index, used)
+        used.add(group.name)
+        groups.append(group)
+    layers_total = data.get("num_hidden_layers")
+    if layers_total is not None:
+        ctx.int(layers_total, "num_hidden_layers", 1, MAX_LAYERS)
+    try:
+        return ModelDescription(
+            model=_text(ctx, data, "model", "manual"),
+            architecture=_text(ctx, data, "architecture", "manual"),
+            model_type=_text(ctx, data, "model_type", ""),
+            family=_text(ctx, data, "family", "manual"),
+            layer_groups=order_groups(groups),
+            num_hidden_layers=layers_total,
+            source=f"manual {where}",
+        )
+    except ValidationError as exc:
+        raise _validation(ctx, exc, "layer_groups") from None
+
+
+def load_manual_description(path: str | Path) -> ModelDescription:
+    """Read a manual description JSON file (bounded, UTF-8, strict JSON) and validate it."""
+    file = Path(path).expanduser()
+    if not file.is_file():
+        raise ModelConfigError(f"manual description {file} does not exist or is not a file", fix=_FIX)
+    return manual_from_dict(read_json_file(file), where=str(file))
+
+
+def manual_from_flags(
+    hidden_size: Any,
+    moe_intermediate_size: Any,
+    num_experts: Any,
+    top_k: Any,
+    weight_format: Any,
+    *,
+    num_shared_experts: Any = 0,
+    weight_block: Any = None,
+    weight_scale_format: Any = None,
+    weight_global_scale: Any = None,
+    shared_expert_format: Any = None,
+    scoring: Any = "sigmoid",
+    correction_bias: Any = True,
+    renormalize: Any = True,
+    num_groups: Any = 1,
+    topk_groups: Any = 1,
+    routed_scaling_factor: Any = 1.0,
+    swiglu_clamp: Any = None,
+    num_layers: Any = 1,
+    model: str = "manual",
+) -> ModelDescription:
+    """Build a one-group description from CLI flag values (ints, or their decimal strings).
+
+    ``weight_block`` may be ``[rows, cols]`` or ``"128x128"``; the group covers layers
+    ``0 .. num_layers-1``. Errors name the flag (``--hidden-size``).
+    """
+    ctx = _Ctx("manual flags", flags=True)
+    count = ctx.int(num_layers, "num_layers", 1, MAX_LAYERS)
+    group = {
+        "name": "moe",
+        "role": "routed",
+        "layers": list(range(count)),
+        "hidden_size": hidden_size,
+        "moe_intermediate_size": moe_intermediate_size,
+        "num_experts": num_experts,
+        "top_k": top_k,
+        "num_shared_experts": num_shared_experts,
+        "weight_format": weight_format,
+        "weight_block": weight_block,
+        "weight_scale_format": weight_scale_format,
+        "weight_global_scale": weight_global_scale,
+        "shared_expert_format": shared_expert_format,
+        "activation": {"kind": "swiglu", "clamp": swiglu_clamp},
+        "routing": {
+            "scoring": scoring,
+            "correction_bias": correction_bias,
+            "renormalize": renormalize,
+            "num_groups": num_groups,
+            "topk_groups": topk_groups,
+            "routed_scaling_factor": routed_scaling_factor,
+        },
+    }
+    built = _group(ctx, group, 0, set())
+    if not isinstance(model, str) or not model:
+        raise ctx.error("model", model, "expected a non-empty string")
+    return ModelDescription(
+        model=model,
+        architecture="manual",
+        model_type="",
+        family="manual",
+        layer_groups=(built,),
+        num_hidden_layers=None,
+        source="manual flags",
+    )
+
+
+__all__ = ["FORMAT_DEFAULTS", "load_manual_description", "manual_from_dict", "manual_from_flags"]

@@ -1,0 +1,149 @@
+"""Fuzzing: ``describe_config`` returns a valid description or raises a BadInputError, nothing else.
+
+Deterministic (``derandomize=True``) so CI sees the same examples every run. A
+``ModelConfigError`` flagged ``internal`` comes from the last-resort conversion of an
+unexpected ``KeyError`` / ``TypeError`` / ...: that is a parser gap and fails the test too.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moe_oracle.errors import BadInputError
+from moe_oracle.model.adapters import describe_config
+from moe_oracle.model.adapters.registry import supported_architectures, supported_model_types
+from moe_oracle.model.render import description_to_json
+from moe_oracle.model.types import ModelDescription
+from tests.model.model_test_helpers import FIXTURES, PRESETS, load_dir
+
+FUZZ = settings(
+    max_examples=250,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+REAL = [load_dir(folder) for folder in sorted(PRESETS.iterdir()) if (folder / "config.json").exists()]
+REAL += [load_dir(folder) for folder in sorted(FIXTURES.iterdir()) if (folder / "config.json").exists()]
+
+KNOWN_KEYS = sorted(
+    {key for config, _ in REAL for key in config}
+    | {key for config, _ in REAL for key in (config.get("text_config") or {})}
+    | {"mlp_layer_types", "n_activated_experts", "dspark_n_routed_experts", "moe_quant_algo"}
+)
+QUANT_KEYS = sorted(
+    {key for config, _ in REAL for key in (config.get("quantization_config") or {})}
+    | {"expert_dtype", "quantized_layers", "exclude_modules", "modules_to_not_convert"}
+)
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["fp4", "fp8", "NVFP4", "MIXED_PRECISION", "noaux_tc", "sigmoid", "hash_moe", "Linear"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+
+
+def check(config, quant=None) -> None:
+    try:
+        desc = describe_config(config, quant, model_id="fuzz")
+    except BadInputError as exc:
+        assert not getattr(exc, "internal", False), f"parser gap: {exc}"
+        text = str(exc)
+        assert text and "\n" not in text, text
+        return
+    assert isinstance(desc, ModelDescription)
+    assert desc.layer_groups and desc.main_group is desc.layer_groups[0]
+    data = description_to_json(desc)
+    json.dumps(data, allow_nan=False)
+    for group in data["layer_groups"]:
+        assert group["top_k"] <= group["num_experts"]
+        assert math.isfinite(group["routing"]["routed_scaling_factor"])
+
+
+identity = st.fixed_dictionaries(
+    {},
+    optional={
+        "architectures": st.lists(st.sampled_from(supported_architectures()), min_size=1, max_size=2),
+        "model_type": st.sampled_from(supported_model_types()),
+    },
+)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(KNOWN_KEYS) | st.text(max_size=6), json_values, max_size=12), identity)
+def test_random_json_configs(body, ident):
+    config = {**body, **ident}
+    check(config)
+
+
+@FUZZ
+@given(json_values)
+def test_random_json_values_of_any_type(value):
+    check(value)
+    check({"architectures": ["DeepseekV4ForCausalLM"], "text_config": value})
+    check({"model_type": "glm_moe_dsa", "quantization_config": value})
+
+
+def paths(value, prefix=()):
+    """Every (path) into nested dicts/lists, the root excluded."""
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield (*prefix, key)
+            yield from paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value[:4]):
+            yield (*prefix, index)
+            yield from paths(child, (*prefix, index))
+
+
+ALL_PATHS = [list(paths(config)) for config, _ in REAL]
+
+
+@st.composite
+def mutated_real_config(draw):
+    index = draw(st.integers(0, len(REAL) - 1))
+    config, quant = copy.deepcopy(REAL[index])
+    config_paths = ALL_PATHS[index]
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(config_paths))
+        parent = config
+        try:
+            for key in path[:-1]:
+                parent = parent[key]
+            current = parent[path[-1]]
+        except (KeyError, IndexError, TypeError):
+            continue
+        op = draw(st.sampled_from(["delete", "replace", "scale", "null"]))
+        if op == "delete":
+            del parent[path[-1]]
+        elif op == "null":
+            parent[path[-1]] = None
+        elif op == "scale" and isinstance(current, (int, float)) and not isinstance(current, bool):
+            parent[path[-1]] = current * draw(st.integers(-3, 400) | st.sampled_from([0, -1, 10**9]))
+        else:
+            parent[path[-1]] = draw(json_values)
+    if quant is not None and draw(st.booleans()):
+        quant = draw(st.sampled_from([None, quant, {"quantization": draw(json_values)}]))
+    return config, quant
+
+
+@FUZZ
+@given(mutated_real_config())
+def test_mutated_real_configs(case):
+    config, quant = case
+    check(config, quant)
