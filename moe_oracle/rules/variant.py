@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from moe_oracle.rules.check import Check, Reason
 from moe_oracle.rules.scenario import Scenario
+from moe_oracle.runtime.recipe import Recipe
 
 
 @dataclass(frozen=True)
@@ -16,7 +17,7 @@ class VariantSpec:
     ``aiter_mega_moe``); ``variant`` names arch and format (``sm90_fp8xfp8``); ``target`` the
     hardware folder (``cuda_sm90``). ``runtime`` is an ``module:attribute`` path to the data-path
     implementation, imported only when a layer is built. ``priority`` breaks cost ties
-    (lower first).
+    (lower first). ``recipe`` says where the kernel quantizes (the emulation twin follows it).
     """
 
     backend: str
@@ -27,6 +28,7 @@ class VariantSpec:
     activations: str
     kernel: str
     checks: tuple[Check, ...]
+    recipe: Recipe
     sources: tuple[str, ...] = ()
     runtime: str | None = None
     priority: int = 100

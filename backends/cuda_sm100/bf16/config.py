@@ -8,6 +8,7 @@ from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 from moe_oracle.model.types import QuantSpec, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 
 def _bf16(q: QuantSpec) -> bool:
@@ -22,6 +23,7 @@ VARIANT = VariantSpec(
     weights="bf16",
     activations="BF16",
     kernel="deep_gemm.bf16_mega_moe",
+    recipe=Recipe(ActQuant.BF16, ActQuant.BF16),
     checks=(
         arch_check("DeepGEMM bf16_mega_moe"),
         c.weight_format(

@@ -13,6 +13,7 @@ from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 
 def _mxfp4(q: QuantSpec) -> bool:
@@ -27,6 +28,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 ue8m0",
     activations="MXFP8 (E4M3, UE8M0 per 32)",
     kernel="deep_gemm.fp8_fp4_mega_moe (mma_type fp8xfp4)",
+    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8),
     checks=(
         arch_check("DeepGEMM fp8_fp4_mega_moe"),
         c.weight_format(

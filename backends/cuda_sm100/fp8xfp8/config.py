@@ -14,6 +14,7 @@ from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 
 def _mxfp8_compatible(q: QuantSpec) -> bool:
@@ -32,6 +33,7 @@ VARIANT = VariantSpec(
     weights="mxfp8 g32 ue8m0, or fp8_block with ue8m0 scales (exact re-layout)",
     activations="MXFP8 (E4M3, UE8M0 per 32)",
     kernel="deep_gemm.fp8_fp4_mega_moe (mma_type fp8xfp8)",
+    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8),
     checks=(
         arch_check("DeepGEMM fp8_fp4_mega_moe (fp8xfp8)"),
         c.weight_format(

@@ -13,6 +13,7 @@ from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 from moe_oracle.model.types import QuantSpec, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 
 def _nvfp4(q: QuantSpec) -> bool:
@@ -27,6 +28,7 @@ VARIANT = VariantSpec(
     weights="nvfp4 g16 e4m3 + global scale",
     activations="NVFP4 (E4M3 per 16, per-token FP32 scale)",
     kernel="deep_gemm.nvfp4_mega_moe",
+    recipe=Recipe(ActQuant.NVFP4, ActQuant.NVFP4),
     checks=(
         arch_check("DeepGEMM nvfp4_mega_moe"),
         c.weight_format(

@@ -12,6 +12,7 @@ from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activati
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §0: sm90_mega.hpp @ DeepGEMM PR #323 (8ddf7f9)"
@@ -37,6 +38,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 ue8m0",
     activations="FP8 E4M3, FP32 scale per 128",
     kernel="deep_gemm.fp8_fp4_mega_moe (_C.fp8_fp4_mega_moe_sm90)",
+    recipe=Recipe(ActQuant.FP8_G128_FP32, ActQuant.FP8_G64_FP32),
     checks=(
         c.arch_in(
             (Arch.SM90,),

@@ -12,6 +12,7 @@ from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activati
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
@@ -33,6 +34,7 @@ VARIANT = VariantSpec(
     weights="fp8_block 128x128 (fp32 or ue8m0 scales)",
     activations="FP8 E4M3, FP32 scale per 128",
     kernel="deep_gemm.fp8_mega_moe",
+    recipe=Recipe(ActQuant.FP8_G128_FP32, ActQuant.FP8_G64_FP32),
     checks=(
         c.arch_in(
             (Arch.SM90,),

@@ -10,6 +10,7 @@ from moe_oracle_backends.rocm_mi355._common import BACKEND, common_checks
 
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 _NEWER = "kernels.md §2: mega_moe_v2.py @03447f9f (a4w4 only for world_size == 16)"
 
@@ -21,6 +22,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 e8m0",
     activations="MXFP4 (E2M1, E8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a4w4')",
+    recipe=Recipe(ActQuant.MXFP4, ActQuant.MXFP4),
     checks=(
         *common_checks(),
         c.ep_size_in((16,), why="a4w4 runs only through the inter-node backend at world size 16", sources=(_NEWER,)),

@@ -10,6 +10,7 @@ from moe_oracle_backends.rocm_mi355._common import AITER_SRC, BACKEND, common_ch
 
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 VARIANT = VariantSpec(
     backend=BACKEND,
@@ -19,6 +20,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 e8m0",
     activations="MXFP8 (E4M3, E8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a8w4')",
+    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8),
     checks=(
         *common_checks(),
         c.ep_in_domain(
