@@ -6,9 +6,7 @@ package ``moe_oracle_backends`` (``backends/cuda_sm90`` -> ``moe_oracle_backends
 
 from setuptools import find_packages, setup
 
-backend_packages = ["moe_oracle_backends"] + [
-    f"moe_oracle_backends.{name}" for name in find_packages("backends")
-]
+backend_packages = ["moe_oracle_backends"] + [f"moe_oracle_backends.{name}" for name in find_packages("backends")]
 
 setup(
     packages=find_packages(include=["moe_oracle", "moe_oracle.*"]) + backend_packages,

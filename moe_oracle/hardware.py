@@ -7,6 +7,8 @@ and imported lazily; whatever is missing is reported, not raised.
 from __future__ import annotations
 
 import contextlib
+
+import contextlib
 from dataclasses import dataclass, field
 
 from moe_oracle.spec.device import DEVICES, Arch, DeviceSpec
@@ -148,12 +150,12 @@ def _from_amdsmi(notes: list[str]) -> LocalHardware | None:
     """AMD GPUs through amdsmi: ASIC info (``target_graphics_version`` such as gfx950), VRAM, XGMI links."""
     try:
         import amdsmi
-    except Exception:  # noqa: BLE001
+    except Exception:
         notes.append("amdsmi not installed")
         return None
     try:
         amdsmi.amdsmi_init()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         notes.append(f"amdsmi unavailable ({type(exc).__name__})")
         return None
     try:
@@ -164,7 +166,7 @@ def _from_amdsmi(notes: list[str]) -> LocalHardware | None:
             label = str(asic.get("target_graphics_version") or "gfx?")
             try:
                 mem = float(amdsmi.amdsmi_get_gpu_vram_info(h)["vram_size"]) / 1024  # MiB -> GiB
-            except Exception:  # noqa: BLE001
+            except Exception:
                 mem = 0.0
             gpus.append(LocalGPU(i, str(asic.get("market_name", "AMD GPU")), Arch.from_gcn_arch(label), label, mem))
         xgmi = getattr(getattr(amdsmi, "AmdSmiIoLinkType", None), "XGMI", None)
@@ -177,18 +179,16 @@ def _from_amdsmi(notes: list[str]) -> LocalHardware | None:
                     continue
                 try:
                     row.append(amdsmi.amdsmi_topo_get_link_type(a, b).get("type") == xgmi)
-                except Exception:  # noqa: BLE001
+                except Exception:
                     row.append(False)
             peer.append(tuple(row))
         return LocalHardware(tuple(gpus), "amdsmi", tuple(peer), tuple(notes))
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         notes.append(f"amdsmi query failed: {type(exc).__name__}: {exc}")
         return None
     finally:
-        try:
+        with contextlib.suppress(Exception):
             amdsmi.amdsmi_shut_down()
-        except Exception:  # noqa: BLE001
-            pass
 
 
 def detect_local() -> LocalHardware:

@@ -94,8 +94,6 @@ def probe_machine() -> dict[str, Any]:
             }
             for name, lib in ((n, software.libraries[n]) for n in PROVIDERS)
         },
-        "environment": {
-            group: {k: os.environ.get(k) for k in keys} for group, keys in ENV_VARS.items()
-        },
+        "environment": {group: {k: os.environ.get(k) for k in keys} for group, keys in ENV_VARS.items()},
         "software_profile": software.model_dump(mode="json"),
     }

@@ -38,7 +38,9 @@ def model(model: str, as_json: bool) -> None:
     for g in desc.layer_groups:
         r = g.routing
         routing = r.scoring.value + (" hash" if r.hash else "") + (" +bias" if r.correction_bias else "")
-        routing += (" renorm" if r.renormalize else "") + f" g{r.topk_groups}/{r.num_groups} x{r.routed_scaling_factor:g}"
+        routing += (
+            " renorm" if r.renormalize else ""
+        ) + f" g{r.topk_groups}/{r.num_groups} x{r.routed_scaling_factor:g}"
         shared = str(g.num_shared_experts)
         if g.shared_expert_quant is not None:
             shared += f" ({g.shared_expert_quant.format.value})"

@@ -40,7 +40,13 @@ def probe(as_json: bool) -> None:
         for col in ("index", "name", "arch", "memory GiB", "SMs/CUs"):
             t.add_column(col)
         for g in gpus:
-            t.add_row(str(g["index"]), g["name"], g["arch"] or g["arch_label"], str(g["memory_gib"]), str(g["sm_count"] or "?"))
+            t.add_row(
+                str(g["index"]),
+                g["name"],
+                g["arch"] or g["arch_label"],
+                str(g["memory_gib"]),
+                str(g["sm_count"] or "?"),
+            )
         con.print(t)
     else:
         con.print("[bold]GPUs[/bold]: none found on this machine")

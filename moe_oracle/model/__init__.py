@@ -15,8 +15,8 @@ from moe_oracle.model.types import (
 __all__ = [
     "Activation",
     "ActivationKind",
-    "ModelDescription",
     "MoELayerGroup",
+    "ModelDescription",
     "QuantSpec",
     "Routing",
     "ScaleFormat",

@@ -82,15 +82,12 @@ def parse_json_bytes(data: bytes, *, where: str) -> dict:
             fix="save the config as UTF-8 JSON",
         ) from None
     if not text.strip():
-        raise ModelConfigError(
-            f"{where} is empty; expected a JSON object", fix="pass the model's config.json"
-        )
+        raise ModelConfigError(f"{where} is empty; expected a JSON object", fix="pass the model's config.json")
     try:
         value = json.loads(text, parse_constant=_reject_constant)
     except _NonJsonConstant as exc:
         raise ModelConfigError(
-            f"{where} contains the literal {exc.name}, which is not valid JSON "
-            "(NaN and Infinity are not allowed)",
+            f"{where} contains the literal {exc.name}, which is not valid JSON (NaN and Infinity are not allowed)",
             fix="replace it with a finite number or null",
         ) from None
     except json.JSONDecodeError as exc:
@@ -103,9 +100,7 @@ def parse_json_bytes(data: bytes, *, where: str) -> dict:
     except RecursionError:
         raise ModelConfigError(f"{where} is nested too deeply to be a config file") from None
     except ValueError as exc:  # e.g. an integer literal with thousands of digits
-        raise ModelConfigError(
-            f"{where} is not a usable JSON document: {' '.join(str(exc).split())}"
-        ) from None
+        raise ModelConfigError(f"{where} is not a usable JSON document: {' '.join(str(exc).split())}") from None
     if not isinstance(value, dict):
         kind = "an array" if isinstance(value, list) else f"a {type(value).__name__} value"
         raise ModelConfigError(
@@ -123,9 +118,7 @@ def read_json_file(path: Path) -> dict:
     except OSError as exc:
         raise ModelConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(info.st_mode):
-        raise ModelConfigError(
-            f"{where} is not a regular file", fix="pass a config.json file or its directory"
-        )
+        raise ModelConfigError(f"{where} is not a regular file", fix="pass a config.json file or its directory")
     if info.st_size > MAX_CONFIG_BYTES:
         raise ModelConfigError(
             f"{where} is {info.st_size} bytes, over the {MAX_CONFIG_BYTES}-byte limit for a config file",
@@ -170,9 +163,7 @@ def list_presets() -> list[str]:
 def _load_preset(entry: Any) -> RawModelConfig:
     org, _, name = entry.name.partition("--")
     model_id = f"{org}/{name}"
-    config = parse_json_bytes(
-        entry.joinpath(CONFIG_NAME).read_bytes(), where=f"preset {model_id} {CONFIG_NAME}"
-    )
+    config = parse_json_bytes(entry.joinpath(CONFIG_NAME).read_bytes(), where=f"preset {model_id} {CONFIG_NAME}")
     quant = None
     quant_file = entry.joinpath(HF_QUANT_NAME)
     if quant_file.is_file():

@@ -97,11 +97,7 @@ class _Ctx:
         return float(value)
 
     def bool(self, value: Any, path: str) -> bool:
-        if (
-            self.flags
-            and isinstance(value, str)
-            and value.lower() in ("true", "false", "1", "0", "yes", "no")
-        ):
+        if self.flags and isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
         if not isinstance(value, bool):
             raise self.error(path, value, f"a JSON {json_type(value)}, expected true or false")
@@ -109,11 +105,7 @@ class _Ctx:
 
     def choice(self, value: Any, path: str, choices: list[str]) -> str:
         if not isinstance(value, str) or value.lower() not in choices:
-            hint = (
-                " (say fp8_block for block scales or fp8_channel for per-row scales)"
-                if value == "fp8"
-                else ""
-            )
+            hint = " (say fp8_block for block scales or fp8_channel for per-row scales)" if value == "fp8" else ""
             raise self.error(path, value, "expected one of " + ", ".join(choices) + hint)
         return value.lower()
 
@@ -144,9 +136,7 @@ def _quant(
             ctx.int(block[1], f"{block_path}[1]", 1, 4096),
         )
     scale_value = (
-        default_scale
-        if scale is None
-        else ScaleFormat(ctx.choice(scale, scale_path, [s.value for s in ScaleFormat]))
+        default_scale if scale is None else ScaleFormat(ctx.choice(scale, scale_path, [s.value for s in ScaleFormat]))
     )
     global_value = default_global if global_scale is None else ctx.bool(global_scale, global_path)
     try:
@@ -165,12 +155,8 @@ def _quant(
 def _routing(ctx: _Ctx, data: dict, path: str) -> Routing:
     unknown = sorted(set(data) - set(ROUTING_KEYS))
     if unknown:
-        raise ctx.error(
-            f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(ROUTING_KEYS)
-        )
-    scoring = Scoring(
-        ctx.choice(data.get("scoring", "sigmoid"), f"{path}.scoring", [s.value for s in Scoring])
-    )
+        raise ctx.error(f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(ROUTING_KEYS))
+    scoring = Scoring(ctx.choice(data.get("scoring", "sigmoid"), f"{path}.scoring", [s.value for s in Scoring]))
     groups = ctx.int(data.get("num_groups", 1), f"{path}.num_groups", 1, MAX_EXPERTS)
     topk_groups = ctx.int(data.get("topk_groups", 1), f"{path}.topk_groups", 1, MAX_EXPERTS)
     if topk_groups > groups:
@@ -207,9 +193,7 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
         raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object")
     unknown = sorted(set(data) - set(GROUP_KEYS))
     if unknown:
-        raise ctx.error(
-            f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(GROUP_KEYS)
-        )
+        raise ctx.error(f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(GROUP_KEYS))
     for key in ("layers", "hidden_size", "moe_intermediate_size", "num_experts", "top_k", "weight_format"):
         if data.get(key) is None:
             raise ModelConfigError(f"{ctx.where}: {path}.{key} is missing", fix=_FIX)
@@ -254,14 +238,10 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
         shared_quant = _quant(ctx, shared_format, f"{path}.shared_expert_format")
     routing_data = data.get("routing", {})
     if not isinstance(routing_data, dict):
-        raise ctx.error(
-            f"{path}.routing", routing_data, f"a JSON {json_type(routing_data)}, expected an object"
-        )
+        raise ctx.error(f"{path}.routing", routing_data, f"a JSON {json_type(routing_data)}, expected an object")
     routing = _routing(ctx, routing_data, f"{path}.routing")
     if routing.num_groups > 1 and experts % routing.num_groups:
-        raise ctx.error(
-            f"{path}.routing.num_groups", routing.num_groups, f"does not divide num_experts={experts}"
-        )
+        raise ctx.error(f"{path}.routing.num_groups", routing.num_groups, f"does not divide num_experts={experts}")
     if role == "hash" and not routing.hash:
         routing = routing.model_copy(update={"hash": True, "correction_bias": False})
     try:
@@ -306,9 +286,7 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
     """Build a description from a dict shaped like ``moe-oracle model --json`` output."""
     ctx = _Ctx(where, flags=False)
     if not isinstance(data, dict):
-        raise ModelConfigError(
-            f"{where}: the top level is a JSON {json_type(data)}; expected an object", fix=_FIX
-        )
+        raise ModelConfigError(f"{where}: the top level is a JSON {json_type(data)}; expected an object", fix=_FIX)
     unknown = sorted(set(data) - set(TOP_LEVEL_KEYS) - {"num_hidden_layers"})
     if unknown:
         raise ctx.error(unknown[0], data[unknown[0]], "unknown key; expected " + ", ".join(TOP_LEVEL_KEYS))

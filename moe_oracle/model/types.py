@@ -154,9 +154,7 @@ class Routing(_Frozen):
     @model_validator(mode="after")
     def _groups(self) -> Routing:
         if self.topk_groups > self.num_groups:
-            raise ValueError(
-                f"topk_groups={self.topk_groups} exceeds num_groups={self.num_groups}"
-            )
+            raise ValueError(f"topk_groups={self.topk_groups} exceeds num_groups={self.num_groups}")
         return self
 
 
@@ -196,9 +194,7 @@ class MoELayerGroup(_Frozen):
         if self.top_k > self.num_experts:
             raise ValueError(f"top_k={self.top_k} exceeds num_experts={self.num_experts}")
         if self.routing.num_groups > 1 and self.num_experts % self.routing.num_groups:
-            raise ValueError(
-                f"num_experts={self.num_experts} is not divisible by num_groups={self.routing.num_groups}"
-            )
+            raise ValueError(f"num_experts={self.num_experts} is not divisible by num_groups={self.routing.num_groups}")
         return self
 
     @property

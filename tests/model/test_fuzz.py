@@ -51,9 +51,7 @@ scalars = (
 )
 json_values = st.recursive(
     scalars,
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5)
-    ),
+    lambda children: st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=8), children, max_size=5),
     max_leaves=20,
 )
 

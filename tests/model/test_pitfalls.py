@@ -226,9 +226,7 @@ def test_first_k_dense_replace_and_moe_layer_freq(glm5):
 
 
 def test_v4_dspark_keys_make_draft_layers(v4_flash):
-    v4_flash.update(
-        dspark_target_layer_ids=[40, 41, 42], dspark_n_routed_experts=128, dspark_num_experts_per_tok=3
-    )
+    v4_flash.update(dspark_target_layer_ids=[40, 41, 42], dspark_n_routed_experts=128, dspark_num_experts_per_tok=3)
     desc = describe_config(v4_flash)
     assert names(desc) == ["moe", "moe_hash", "draft"]
     draft = by_name(desc)["draft"]

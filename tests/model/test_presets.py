@@ -49,9 +49,7 @@ def routing(scoring, *, hash=False, bias=True, renorm=True, groups=1, topk_group
     }
 
 
-def group(
-    name, role, layers, *, hidden, inter, experts, top_k, shared, quant, shared_format, activation, route
-):
+def group(name, role, layers, *, hidden, inter, experts, top_k, shared, quant, shared_format, activation, route):
     return {
         "name": name,
         "role": role,

@@ -48,13 +48,24 @@ def _check_installed(py: Path, bindir: Path, cwd: Path) -> None:
     out = _run([str(bindir / "moe-oracle"), "list", "backends", "--json"], cwd=cwd).stdout
     assert {f"{r['backend']}:{r['variant']}" for r in json.loads(out)} == EXPECTED
     out = _run(
-        [str(bindir / "moe-oracle"), "select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--dp", "8",
-         "--ep", "8", "--json"],
+        [
+            str(bindir / "moe-oracle"),
+            "select",
+            "deepseek-ai/DeepSeek-V4-Flash",
+            "--device",
+            "b200",
+            "--dp",
+            "8",
+            "--ep",
+            "8",
+            "--json",
+        ],
         cwd=cwd,
     ).stdout
     assert json.loads(out)["chosen"] == {"backend": "deep_gemm_mega_moe", "variant": "sm100_fp8xfp4"}
-    _run([str(py), "-c", "import moe_oracle_backends.cuda_sm90.fp8xfp8.config, moe_oracle_backends.rocm_mi355"],
-         cwd=cwd)
+    _run(
+        [str(py), "-c", "import moe_oracle_backends.cuda_sm90.fp8xfp8.config, moe_oracle_backends.rocm_mi355"], cwd=cwd
+    )
 
 
 def test_wheel_installs_into_a_fresh_venv(tmp_path):
@@ -74,7 +85,9 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
 
 def test_editable_install_registers_the_backends(tmp_path):
     src = tmp_path / "src"
-    shutil.copytree(ROOT, src, ignore=shutil.ignore_patterns(".git", "*.egg-info", "build", "dist", ".venv", "__pycache__"))
+    shutil.copytree(
+        ROOT, src, ignore=shutil.ignore_patterns(".git", "*.egg-info", "build", "dist", ".venv", "__pycache__")
+    )
     py = _fresh_venv(tmp_path / "venv")
     _run([str(py), "-m", "pip", "install", "--quiet", "-e", str(src)])
     _check_installed(py, py.parent, tmp_path)

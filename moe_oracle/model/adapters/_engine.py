@@ -100,9 +100,7 @@ class _Shape:
 
 def _shape(view: ConfigView) -> _Shape:
     hidden = view.get_int("hidden_size", lo=1, hi=MAX_HIDDEN_SIZE, what="hidden size in elements")
-    inter = view.get_int(
-        "moe_intermediate_size", lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert"
-    )
+    inter = view.get_int("moe_intermediate_size", lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert")
     experts = view.get_int("n_routed_experts", lo=1, hi=MAX_EXPERTS, what="routed experts per MoE layer")
     top_k = view.get_int(
         ("num_experts_per_tok", "n_activated_experts"), lo=1, hi=MAX_TOP_K, what="experts chosen per token"
@@ -157,17 +155,13 @@ def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[
                 )
     else:
         if view.has("first_k_dense_replace") or view.has("moe_layer_freq"):
-            first = view.get_int(
-                "first_k_dense_replace", lo=0, hi=n_layers, default=0, what="leading dense layers"
-            )
+            first = view.get_int("first_k_dense_replace", lo=0, hi=n_layers, default=0, what="leading dense layers")
             freq = view.get_int("moe_layer_freq", lo=1, hi=MAX_LAYERS, default=1, what="MoE every n-th layer")
             roles = ["routed" if i >= first and i % freq == 0 else None for i in range(n_layers)]
         else:
             roles = ["routed"] * n_layers
         if rules.hash_layers:
-            hashed = view.get_int(
-                "num_hash_layers", lo=0, hi=n_layers, default=0, what="leading hash-routed layers"
-            )
+            hashed = view.get_int("num_hash_layers", lo=0, hi=n_layers, default=0, what="leading hash-routed layers")
             for i in range(hashed):
                 if roles[i] is None:
                     raise view.error(
@@ -212,22 +206,16 @@ def _extra_layers(view: ConfigView, rules: FamilyRules, shape: _Shape, n_layers:
         if found is not None:
             path, targets = found
             if not isinstance(targets, list) or len(targets) > MAX_EXTRA_LAYERS:
-                raise view.error(
-                    path, targets, f"expected an array of at most {MAX_EXTRA_LAYERS} layer indices"
-                )
+                raise view.error(path, targets, f"expected an array of at most {MAX_EXTRA_LAYERS} layer indices")
             for i, target in enumerate(targets):
                 check_int(target, path=f"{path}[{i}]", lo=0, hi=n_layers - 1, model_id=view.model_id)
             count = len(targets)
         else:
-            count = view.get_int(
-                "num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="DSpark stages"
-            )
+            count = view.get_int("num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="DSpark stages")
         experts = view.get_int(
             "dspark_n_routed_experts", lo=1, hi=MAX_EXPERTS, default=shape.num_experts, what="draft experts"
         )
-        top_k = view.get_int(
-            "dspark_num_experts_per_tok", lo=1, hi=MAX_TOP_K, default=shape.top_k, what="draft top-k"
-        )
+        top_k = view.get_int("dspark_num_experts_per_tok", lo=1, hi=MAX_TOP_K, default=shape.top_k, what="draft top-k")
         if top_k > experts:
             raise view.error(
                 view.lookup("dspark_num_experts_per_tok")[0]  # type: ignore[index]
@@ -238,19 +226,13 @@ def _extra_layers(view: ConfigView, rules: FamilyRules, shape: _Shape, n_layers:
             )
         role = "draft"
     else:
-        count = view.get_int(
-            "num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="MTP layers"
-        )
+        count = view.get_int("num_nextn_predict_layers", lo=0, hi=MAX_EXTRA_LAYERS, default=0, what="MTP layers")
         experts, top_k, role = shape.num_experts, shape.top_k, "mtp"
     if n_layers + count > MAX_LAYERS:
         raise ModelConfigError(
-            f"{view.model_id}: {n_layers} layers plus {count} {role} layers exceed "
-            f"the {MAX_LAYERS}-layer bound"
+            f"{view.model_id}: {n_layers} layers plus {count} {role} layers exceed the {MAX_LAYERS}-layer bound"
         )
-    return [
-        _Layer(i, role, experts, top_k, _site(rules, role, i, n_layers))
-        for i in range(n_layers, n_layers + count)
-    ]
+    return [_Layer(i, role, experts, top_k, _site(rules, role, i, n_layers)) for i in range(n_layers, n_layers + count)]
 
 
 def _scoring(view: ConfigView, rules: FamilyRules) -> Scoring:
@@ -410,9 +392,7 @@ def describe_with_rules(
     n_layers = view.get_int("num_hidden_layers", lo=1, hi=MAX_LAYERS, what="decoder layers")
     shape = _shape(view)
     main = _main_schedule(view, rules, n_layers)
-    layers = [
-        _Layer(i, role, shape.num_experts, shape.top_k, _site(rules, role, i, n_layers)) for i, role in main
-    ]
+    layers = [_Layer(i, role, shape.num_experts, shape.top_k, _site(rules, role, i, n_layers)) for i, role in main]
     layers += _extra_layers(view, rules, shape, n_layers)
     score_routing, hash_routing = _routing(view, rules, shape)
     activation = _activation(view, rules)

@@ -98,9 +98,7 @@ def _leaves(container: str, leaf_names: Sequence[str], *, expert: bool) -> list[
 def deepseek_v4_site(label: str, layer: int | None, mtp: int | None) -> Site:
     """DeepSeek V4 reference naming (``layers.3.ffn.experts.0.w1``, ``mtp.0.ffn.experts``) and the
     transformers-style renaming some exports use (``model.layers.3.ffn.experts.0.gate_proj``)."""
-    roots = (
-        [f"layers.{layer}", f"model.layers.{layer}"] if mtp is None else [f"mtp.{mtp}", f"model.mtp.{mtp}"]
-    )
+    roots = [f"layers.{layer}", f"model.layers.{layer}"] if mtp is None else [f"mtp.{mtp}", f"model.mtp.{mtp}"]
     experts: list[str] = []
     shared: list[str] = []
     for root in roots:
@@ -285,9 +283,7 @@ class QuantResolver:
         return None
 
     def _err(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
-        return ModelConfigError(
-            f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE
-        )
+        return ModelConfigError(f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE)
 
     def _method(self) -> str | None:
         if self.qc is None:
@@ -302,8 +298,7 @@ class QuantResolver:
             if self.qc.get("config_groups") is not None:
                 return "compressed-tensors"
             raise ModelConfigError(
-                f"{self.model_id}: {self.qc_path} has no quant_method; "
-                "cannot tell how the weights are stored",
+                f"{self.model_id}: {self.qc_path} has no quant_method; cannot tell how the weights are stored",
                 fix="add quant_method (fp8, modelopt, compressed-tensors, mxfp4) or " + _FIX_MANUAL,
             )
         path, value = found
@@ -323,9 +318,7 @@ class QuantResolver:
             if found is not None:
                 path, value = found
                 if value not in ("fp4", "fp8"):
-                    raise self._err(
-                        path, value, 'expected "fp4" (MXFP4 experts) or "fp8" (FP8 block experts)'
-                    )
+                    raise self._err(path, value, 'expected "fp4" (MXFP4 experts) or "fp8" (FP8 block experts)')
         if outer is not None and inner is not None and outer[1] != inner[1]:
             raise ModelConfigError(
                 f"{self.model_id}: {outer[0]}={show(outer[1])} contradicts {inner[0]}={show(inner[1])}",
@@ -362,9 +355,7 @@ class QuantResolver:
         source = f"{path}={algo}"
         if name == "NVFP4":
             if group_size is not None and group_size != 16:
-                raise self._err(
-                    path, algo, f"NVFP4 uses 16-element groups, but the group size is {group_size}"
-                )
+                raise self._err(path, algo, f"NVFP4 uses 16-element groups, but the group size is {group_size}")
             return nvfp4(source)
         if name == "MXFP4":
             return mxfp4(source)
@@ -405,9 +396,7 @@ class QuantResolver:
         for name, entry in value.items():
             where = f"{path}[{name}]"
             if not isinstance(entry, dict):
-                raise self._err(
-                    where, entry, f"a JSON {json_type(entry)}, expected an object with quant_algo"
-                )
+                raise self._err(where, entry, f"a JSON {json_type(entry)}, expected an object with quant_algo")
             size = entry.get("group_size")
             if size is not None and (not is_int(size) or not 1 <= size <= 4096):
                 raise self._err(f"{where}.group_size", size, "expected an integer in 1..4096")
@@ -425,9 +414,7 @@ class QuantResolver:
         if groups is None:
             return []
         if not isinstance(groups, dict):
-            raise self._err(
-                f"{self.qc_path}.config_groups", groups, f"a JSON {json_type(groups)}, expected an object"
-            )
+            raise self._err(f"{self.qc_path}.config_groups", groups, f"a JSON {json_type(groups)}, expected an object")
         return list(groups.items())
 
     def _groups(self) -> list[_Group]:
@@ -441,14 +428,8 @@ class QuantResolver:
                 raise ModelConfigError(f"{self.model_id}: {path}.targets is missing; expected an array")
             weights = group.get("weights")
             if weights is not None and not isinstance(weights, dict):
-                raise self._err(
-                    f"{path}.weights", weights, f"a JSON {json_type(weights)}, expected an object"
-                )
-            out.append(
-                _Group(
-                    name, path, PatternSet(targets, path=f"{path}.targets", model_id=self.model_id), weights
-                )
-            )
+                raise self._err(f"{path}.weights", weights, f"a JSON {json_type(weights)}, expected an object")
+            out.append(_Group(name, path, PatternSet(targets, path=f"{path}.targets", model_id=self.model_id), weights))
         return out
 
     # -- formats ----------------------------------------------------------------------------
@@ -462,11 +443,7 @@ class QuantResolver:
                 fix="add weight_block_size, e.g. [128, 128], or " + _FIX_MANUAL,
             )
         path, value = found
-        if (
-            not isinstance(value, list)
-            or len(value) != 2
-            or not all(is_int(v) and 1 <= v <= 4096 for v in value)
-        ):
+        if not isinstance(value, list) or len(value) != 2 or not all(is_int(v) and 1 <= v <= 4096 for v in value):
             raise self._err(path, value, "expected [rows, cols], two integers in 1..4096")
         scale_found = self._get("scale_fmt")
         scale = ScaleFormat.FP32
@@ -503,9 +480,7 @@ class QuantResolver:
         elif self.method == "mxfp4":
             spec = mxfp4(f"{self.qc_path}.quant_method=mxfp4")
         elif self.method is None:
-            spec = (
-                self._from_expert_dtype() if self.expert_dtype is not None else bf16("no quantization_config")
-            )
+            spec = self._from_expert_dtype() if self.expert_dtype is not None else bf16("no quantization_config")
         else:
             spec = bf16(f"not quantized by {self.method}")
         self._base_routed_cache = spec
@@ -566,20 +541,14 @@ class QuantResolver:
                 return nvfp4(source)
             if size == 32:
                 return mxfp4(source)
-            raise self._err(
-                f"{path}.group_size", size, "4-bit float weights need group_size 16 (NVFP4) or 32"
-            )
+            raise self._err(f"{path}.group_size", size, "4-bit float weights need group_size 16 (NVFP4) or 32")
         if kind == "float" and bits == 8:
             block = w.get("block_structure")
             if strategy == "block" or block is not None:
                 if not (
-                    isinstance(block, list)
-                    and len(block) == 2
-                    and all(is_int(v) and 1 <= v <= 4096 for v in block)
+                    isinstance(block, list) and len(block) == 2 and all(is_int(v) and 1 <= v <= 4096 for v in block)
                 ):
-                    raise self._err(
-                        f"{path}.block_structure", block, "expected [rows, cols], integers in 1..4096"
-                    )
+                    raise self._err(f"{path}.block_structure", block, "expected [rows, cols], integers in 1..4096")
                 scale = ScaleFormat.UE8M0 if "e8m0" in str(w.get("scale_dtype") or "") else ScaleFormat.FP32
                 return fp8_block((block[0], block[1]), scale, source)
             if strategy == "channel":

@@ -113,9 +113,7 @@ class ConfigView:
     # -- errors ---------------------------------------------------------------------------
 
     def error(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
-        return ModelConfigError(
-            f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE
-        )
+        return ModelConfigError(f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE)
 
     def missing(self, keys: Keys, expected: str, fix: str | None = None) -> ModelConfigError:
         names = (keys,) if isinstance(keys, str) else tuple(keys)
@@ -192,9 +190,7 @@ class ConfigView:
             raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
         return value
 
-    def get_choice(
-        self, keys: Keys, choices: Sequence[str], *, default: Any = _MISSING, what: str = ""
-    ) -> str:
+    def get_choice(self, keys: Keys, choices: Sequence[str], *, default: Any = _MISSING, what: str = "") -> str:
         expected = "one of " + ", ".join(choices) + (f" ({what})" if what else "")
         found = self.lookup(keys)
         if found is None:
@@ -241,12 +237,9 @@ def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_
         elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
             hint = "; write the number without quotes"
         raise ModelConfigError(
-            f"{model_id}: {path}={show(value)} is invalid: "
-            f"a JSON {json_type(value)}, expected {expected}{hint}",
+            f"{model_id}: {path}={show(value)} is invalid: a JSON {json_type(value)}, expected {expected}{hint}",
             fix=FIX_VALUE,
         )
     if value < lo or value > hi:
-        raise ModelConfigError(
-            f"{model_id}: {path}={show(value)} is out of range: expected {expected}", fix=FIX_VALUE
-        )
+        raise ModelConfigError(f"{model_id}: {path}={show(value)} is out of range: expected {expected}", fix=FIX_VALUE)
     return value

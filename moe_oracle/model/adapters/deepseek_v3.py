@@ -30,6 +30,4 @@ RULES = FamilyRules(
 )
 
 #: ``deepseek_v2`` (``DeepseekV2ForCausalLM``): ``norm_topk_prob`` defaults to false.
-RULES_V2 = replace(
-    RULES, family="deepseek_v2", architecture="DeepseekV2ForCausalLM", default_renormalize=False
-)
+RULES_V2 = replace(RULES, family="deepseek_v2", architecture="DeepseekV2ForCausalLM", default_renormalize=False)
