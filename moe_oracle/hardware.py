@@ -7,8 +7,6 @@ and imported lazily; whatever is missing is reported, not raised.
 from __future__ import annotations
 
 import contextlib
-
-import contextlib
 from dataclasses import dataclass, field
 
 from moe_oracle.spec.device import DEVICES, Arch, DeviceSpec
