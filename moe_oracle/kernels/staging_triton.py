@@ -10,8 +10,9 @@ One launch quantizes ``x [T, H]`` (bf16) into a kernel's input buffers and repac
 
 and writes ``topk_idx`` as int64 and ``topk_weights`` as fp32 times ``routed_scaling_factor``,
 with rows at or past ``num_valid`` as padding (id -1, weight 0). Results are bit-identical to
-:func:`moe_oracle.numerics.quantize_fp8` / :func:`quantize_mxfp8` (division rounded to nearest,
-not the approximate fast path), which the tests check.
+:func:`moe_oracle.numerics.quantize_fp8` / :func:`quantize_mxfp8` run on the same GPU: the scale is
+``amax * fp32(1/448)`` as torch computes ``amax / 448`` on CUDA, and ``1 / scale`` is an IEEE
+division (``div_rn``, not the approximate fast path); the tests check it.
 
 Memory traffic per token: ``2H`` bytes read, ``H`` + scale bytes written; the launch is
 bandwidth-bound and aims at the device's copy bandwidth.
@@ -23,8 +24,11 @@ import torch
 import triton
 import triton.language as tl
 
-FP8_MAX = 448.0
-AMAX_FLOOR = 1e-4
+FP8_MAX = tl.constexpr(448.0)
+#: torch on CUDA divides by a Python scalar as a multiplication by its fp32 reciprocal; DeepGEMM's
+#: reference (and so moe_oracle.numerics on a GPU) computes ``amax / 448`` that way.
+INV_FP8_MAX = tl.constexpr(1.0 / 448.0)
+AMAX_FLOOR = tl.constexpr(1e-4)
 
 
 @triton.jit
@@ -60,7 +64,7 @@ def _stage_kernel(
     x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
     xg = tl.reshape(x, (BLOCK_M, GROUPS_PER_PROG, GROUP))
     amax = tl.maximum(tl.max(tl.abs(xg), axis=2), AMAX_FLOOR)
-    scale = tl.div_rn(amax, FP8_MAX)
+    scale = amax * INV_FP8_MAX
     if UE8M0:
         bits = scale.to(tl.int32, bitcast=True)
         exp = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
