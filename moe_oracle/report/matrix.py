@@ -1,0 +1,264 @@
+"""Build the capability matrix from :func:`~moe_oracle.selection.decide`, one call per scenario.
+
+A cell is (variant, scenario), judged on the model's main layer group (``layer_groups[0]``);
+it also keeps the variant's verdict on every other layer group. A cell is ``supported``
+(eligible; maybe the oracle's choice), ``unverifiable`` (eligible, but some rule is UNKNOWN:
+not verifiable from declarations) or ``rejected`` (at least one rule fails).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from moe_oracle.advisories import Advisory
+from moe_oracle.model.types import MoELayerGroup, layer_span
+from moe_oracle.registry import GROUP, Registry, load_registry
+from moe_oracle.report.scenarios import ScenarioSpec
+from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
+from moe_oracle.selection import Candidate, Decision, decide
+
+MATRIX_SCHEMA = 1
+
+
+class Verdict(str, Enum):
+    SUPPORTED = "supported"
+    UNVERIFIABLE = "unverifiable"
+    REJECTED = "rejected"
+
+
+def verdict_of(candidate: Candidate) -> Verdict:
+    if not candidate.eligible:
+        return Verdict.REJECTED
+    if candidate.unverified:
+        return Verdict.UNVERIFIABLE
+    return Verdict.SUPPORTED
+
+
+@dataclass(frozen=True)
+class GroupVerdict:
+    """One variant's verdict on one layer group of the scenario's model."""
+
+    group: MoELayerGroup
+    verdict: Verdict
+    chosen: bool
+    reasons: tuple[Reason, ...]
+    expected_us: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group.name,
+            "layers": layer_span(self.group.layers),
+            "weight_format": self.group.weight_format.value,
+            "weights": self.group.weight_quant.label(),
+            "verdict": self.verdict.value,
+            "chosen": self.chosen,
+            "expected_us": self.expected_us,
+            "reasons": [r.to_json() for r in self.reasons],
+        }
+
+
+@dataclass(frozen=True)
+class MatrixScenario:
+    """A scenario and the decision ``decide`` made for it."""
+
+    spec: ScenarioSpec
+    decision: Decision
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def chosen(self) -> str | None:
+        """The oracle's choice for the main layer group (``backend:variant``), or None."""
+        c = self.decision.main.chosen
+        return c.spec.key if c is not None else None
+
+    @property
+    def fallback(self) -> str | None:
+        return self.decision.main.fallback
+
+    def fields(self) -> dict[str, Any]:
+        """The scenario's fields as JSON values (repeated in every cell record)."""
+        spec = self.spec
+        dep = spec.deployment
+        main = spec.model.main_group
+        return {
+            "scenario": spec.id,
+            "model": spec.model.model,
+            "architecture": spec.model.architecture,
+            "weight_format": main.weight_format.value,
+            "weights": main.weight_quant.label(),
+            "device": spec.device.name,
+            "arch": spec.device.arch.value,
+            "topology": spec.topology.name,
+            "nodes": dep.topology.nodes,
+            "gpus_per_node": dep.topology.gpus_per_node,
+            "domain_size": dep.topology.domain_size,
+            "tp": dep.parallel.tp,
+            "dp": dep.parallel.dp,
+            "ep": dep.parallel.ep,
+            "engine": spec.engine.value,
+            "software": spec.software.name,
+            "scenario_choice": self.chosen,
+            "fallback": self.fallback,
+            "select_command": spec.select_command(),
+        }
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One variant in one scenario, judged on the main layer group."""
+
+    variant: VariantSpec
+    scenario: MatrixScenario
+    groups: tuple[GroupVerdict, ...]
+
+    @property
+    def main(self) -> GroupVerdict:
+        return self.groups[0]
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.main.verdict
+
+    @property
+    def chosen(self) -> bool:
+        return self.main.chosen
+
+    @property
+    def reasons(self) -> tuple[Reason, ...]:
+        return self.main.reasons
+
+    @property
+    def failures(self) -> tuple[Reason, ...]:
+        return tuple(r for r in self.reasons if r.status is Status.FAIL)
+
+    @property
+    def shown(self) -> tuple[Reason, ...]:
+        """The reasons that make the verdict: failures if rejected, else the unverifiable rules."""
+        if self.verdict is Verdict.REJECTED:
+            return self.failures
+        return tuple(r for r in self.reasons if r.status is Status.UNKNOWN)
+
+    @property
+    def code(self) -> ReasonCode | None:
+        """The first reason code shown for the cell (None when supported)."""
+        shown = self.shown
+        return shown[0].code if shown else None
+
+    @property
+    def other_arch(self) -> bool:
+        """Rejected first for the GPU architecture: the variant is built for another device."""
+        return self.code is ReasonCode.ARCH_UNSUPPORTED
+
+    @property
+    def id(self) -> str:
+        return f"{self.scenario.id}|{self.variant.key}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            **self.scenario.fields(),
+            "backend": self.variant.backend,
+            "variant": self.variant.variant,
+            "key": self.variant.key,
+            "target": self.variant.target,
+            "verdict": self.verdict.value,
+            "chosen": self.chosen,
+            "code": None if self.code is None else self.code.value,
+            "expected_us": self.main.expected_us,
+            "reasons": [r.to_json() for r in self.reasons],
+            "groups": [g.to_json() for g in self.groups],
+        }
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """Rows are variants and columns scenarios; stored scenario-major: ``cells[i][j]`` is scenario i, variant j."""
+
+    variants: tuple[VariantSpec, ...]
+    scenarios: tuple[MatrixScenario, ...]
+    cells: tuple[tuple[Cell, ...], ...]
+    command: str
+    broken: tuple[tuple[str, str], ...] = ()
+
+    def all_cells(self) -> list[Cell]:
+        return [c for row in self.cells for c in row]
+
+    def cell(self, scenario_id: str, key: str) -> Cell:
+        for sc, row in zip(self.scenarios, self.cells, strict=True):
+            if sc.id == scenario_id:
+                for c in row:
+                    if c.variant.key == key:
+                        return c
+        raise KeyError((scenario_id, key))
+
+    def to_json(self) -> dict[str, Any]:
+        from moe_oracle import __version__
+
+        return {
+            "schema": MATRIX_SCHEMA,
+            "oracle_version": __version__,
+            "command": self.command,
+            "judged_on": "layer_groups[0] (the main layer group); 'groups' holds every group's verdict",
+            "verdicts": {
+                "supported": "eligible (the oracle's choice when 'chosen' is true)",
+                "unverifiable": "eligible except for rules whose status is unknown (not verifiable from declarations)",
+                "rejected": "at least one rule fails; 'code' is the first failing rule's reason code",
+            },
+            "variants": [
+                {"key": v.key, "backend": v.backend, "variant": v.variant, "target": v.target, "summary": v.summary}
+                for v in self.variants
+            ],
+            "broken_entry_points": [{"entry_point": ep, "error": err} for ep, err in self.broken],
+            "scenarios": [sc.fields() for sc in self.scenarios],
+            "cells": [c.to_json() for c in self.all_cells()],
+        }
+
+
+def builtin_registry(registry: Registry | None = None) -> Registry:
+    """Only moe-oracle's own variants (for committed docs, which must not depend on plug-ins)."""
+    from importlib.metadata import entry_points
+
+    reg = registry or load_registry()
+    keys: set[str] = set()
+    for ep in entry_points(group=GROUP):
+        if ep.dist is None or ep.dist.metadata["Name"].lower().replace("_", "-") != "moe-oracle":
+            continue
+        keys.update(v.key for v in ep.load()())
+    return Registry(tuple(v for v in reg.variants if v.key in keys))
+
+
+def _group_verdicts(decision: Decision, spec: VariantSpec) -> tuple[GroupVerdict, ...]:
+    out = []
+    for g in decision.groups:
+        cand = next(c for c in g.candidates if c.spec.key == spec.key)
+        chosen = g.chosen is not None and g.chosen.spec.key == spec.key
+        us = None if cand.cost is None else round(cand.cost.us, 1)
+        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us))
+    return tuple(out)
+
+
+def build_matrix(
+    scenarios: Sequence[ScenarioSpec],
+    *,
+    registry: Registry | None = None,
+    advisories: tuple[Advisory, ...] = (),
+    command: str = "moe-oracle matrix",
+) -> Matrix:
+    """Decide every scenario once and read every candidate's verdict."""
+    reg = registry or load_registry()
+    rows: list[tuple[Cell, ...]] = []
+    decided: list[MatrixScenario] = []
+    for spec in scenarios:
+        decision = decide(
+            spec.model, spec.deployment, spec.software, engine=spec.engine, advisories=advisories, registry=reg
+        )
+        msc = MatrixScenario(spec, decision)
+        decided.append(msc)
+        rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v)) for v in reg.variants))
+    return Matrix(reg.variants, tuple(decided), tuple(rows), command, reg.broken)

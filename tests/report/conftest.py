@@ -1,0 +1,27 @@
+"""Shared fixtures: the default matrix and the generated docs, each built once per session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.advisories import load_advisories
+from moe_oracle.report.matrix import Matrix, build_matrix
+from moe_oracle.report.scenarios import build_scenarios
+
+REPO = Path(__file__).resolve().parents[2]
+DOCS = REPO / "docs"
+
+
+@pytest.fixture(scope="session")
+def default_matrix() -> Matrix:
+    """The default matrix (every registered variant, every bundled preset), no shell environment."""
+    return build_matrix(build_scenarios(env={}), advisories=load_advisories())
+
+
+@pytest.fixture(scope="session")
+def generated_docs() -> dict[str, str]:
+    from moe_oracle.report.docs import generate_docs
+
+    return generate_docs()

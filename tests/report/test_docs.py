@@ -1,0 +1,83 @@
+"""The generated docs: committed files are current, and they cover every declaration."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.engines.registry import engine_profile
+from moe_oracle.report.docs import DOCS_COMMAND, FILES, MATRIX_MD, REASONS_MD, VARIANTS_MD, docs_registry
+from moe_oracle.rules import Engine, ReasonCode
+from tests.report.conftest import DOCS, REPO
+
+
+@pytest.mark.parametrize("name", FILES)
+def test_committed_doc_is_current(name: str, generated_docs: dict[str, str]):
+    path = DOCS / name
+    assert path.is_file(), f"docs/{name} is missing; generate it with: {DOCS_COMMAND} (from the repository root)"
+    current = path.read_text(encoding="utf-8")
+    assert current == generated_docs[name], (
+        f"docs/{name} is stale (a declaration, preset or rule changed); regenerate it with: {DOCS_COMMAND} "
+        "(from the repository root) and commit the result"
+    )
+
+
+def test_generated_files_say_how_to_regenerate(generated_docs: dict[str, str]):
+    for name in FILES:
+        head = generated_docs[name][:2000]
+        assert "do not edit" in head and DOCS_COMMAND in head, name
+
+
+def test_markdown_matrix_has_legend_and_one_table_per_device(generated_docs: dict[str, str]):
+    md = generated_docs[MATRIX_MD]
+    assert "## Legend" in md
+    for device in ("h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x"):
+        assert f"\n## {device} (" in md, device
+
+
+def test_variants_doc_lists_every_requirement_and_gate(generated_docs: dict[str, str]):
+    text = generated_docs[VARIANTS_MD]
+    for v in docs_registry().variants:
+        assert f"## `{v.key}`" in text
+        for field in (v.summary, v.kernel):
+            assert field in text
+        section = text.split(f"## `{v.key}`", 1)[1].split("\n## ", 1)[0]
+        for check in v.checks:
+            assert f"`{check.code.value}`" in section and check.rule.replace("|", "\\|") in section
+    for engine in (Engine.VLLM, Engine.SGLANG):
+        profile = engine_profile(engine)
+        assert profile is not None
+        assert f"## Engine gates: {profile.engine} {profile.version}" in text
+        for support in profile.supports:
+            assert f"### {profile.engine} {profile.version}: `{support.backend}`" in text
+            for check in support.checks:
+                assert check.rule.replace("|", "\\|") in text
+
+
+def test_reason_codes_doc_covers_every_code(generated_docs: dict[str, str]):
+    text = generated_docs[REASONS_MD]
+    for code in ReasonCode:
+        assert f"## `{code.value}`" in text and code.meaning in text
+    arch = text.split("## `ARCH_UNSUPPORTED`", 1)[1].split("\n## ", 1)[0]
+    for v in docs_registry().variants:
+        assert f"`{v.key}`" in arch
+    known_bad = text.split("## `KNOWN_BAD`", 1)[1].split("\n## ", 1)[0]
+    assert "advisory MOA-" in known_bad
+
+
+def test_docs_module_and_matrix_docs_write_the_same_files(tmp_path: Path, generated_docs: dict[str, str]):
+    out = tmp_path / "docs"
+    p = subprocess.run(
+        [sys.executable, "-m", "moe_oracle.report.docs", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+    assert p.returncode == 0, p.stderr
+    assert sorted(f.name for f in out.iterdir()) == sorted(FILES)
+    for name in FILES:
+        assert (out / name).read_text(encoding="utf-8") == generated_docs[name], name
