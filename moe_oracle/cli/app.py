@@ -25,6 +25,7 @@ class LazyGroup(click.Group):
         "matrix": ("moe_oracle.cli.cmd_matrix", "matrix"),
         "probe": ("moe_oracle.cli.cmd_probe", "probe"),
         "list": ("moe_oracle.cli.cmd_list", "list_"),
+        "accuracy": ("moe_oracle.cli.cmd_accuracy", "accuracy"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

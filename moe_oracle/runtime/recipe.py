@@ -31,9 +31,14 @@ class Recipe:
     ``weight_before_l2``: the top-k weight multiplies the SwiGLU output (before the down GEMM)
     rather than the expert output; ``expert_output_bf16``: each expert's output is rounded to
     BF16 before the weighted sum; the combine accumulates in FP32 and writes BF16.
+    ``l1_output_bf16``: the L1 accumulators (gate and up) are rounded to BF16 before the clamp and
+    SwiGLU (DeepGEMM's SM100 epilogues do, ``__float22bfloat162_rn``; its SM90 ones do not).
+    With ``weight_before_l2=False`` the emulation multiplies the FP32 expert output by the top-k
+    weight before the BF16 rounding (AITER's stage-2 epilogue).
     """
 
     l1_input: ActQuant
     l2_input: ActQuant
     weight_before_l2: bool = True
     expert_output_bf16: bool = True
+    l1_output_bf16: bool = False

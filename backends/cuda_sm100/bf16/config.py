@@ -23,7 +23,7 @@ VARIANT = VariantSpec(
     weights="bf16",
     activations="BF16",
     kernel="deep_gemm.bf16_mega_moe",
-    recipe=Recipe(ActQuant.BF16, ActQuant.BF16),
+    recipe=Recipe(ActQuant.BF16, ActQuant.BF16, l1_output_bf16=True),
     checks=(
         arch_check("DeepGEMM bf16_mega_moe"),
         c.weight_format(

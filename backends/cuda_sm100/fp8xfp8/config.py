@@ -33,7 +33,7 @@ VARIANT = VariantSpec(
     weights="mxfp8 g32 ue8m0, or fp8_block with ue8m0 scales (exact re-layout)",
     activations="MXFP8 (E4M3, UE8M0 per 32)",
     kernel="deep_gemm.fp8_fp4_mega_moe (mma_type fp8xfp8)",
-    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8),
+    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8, l1_output_bf16=True),
     checks=(
         arch_check("DeepGEMM fp8_fp4_mega_moe (fp8xfp8)"),
         c.weight_format(

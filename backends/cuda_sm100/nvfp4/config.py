@@ -28,7 +28,7 @@ VARIANT = VariantSpec(
     weights="nvfp4 g16 e4m3 + global scale",
     activations="NVFP4 (E4M3 per 16, per-token FP32 scale)",
     kernel="deep_gemm.nvfp4_mega_moe",
-    recipe=Recipe(ActQuant.NVFP4, ActQuant.NVFP4),
+    recipe=Recipe(ActQuant.NVFP4, ActQuant.NVFP4, l1_output_bf16=True),
     checks=(
         arch_check("DeepGEMM nvfp4_mega_moe"),
         c.weight_format(

@@ -22,7 +22,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 e8m0",
     activations="MXFP4 (E2M1, E8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a4w4')",
-    recipe=Recipe(ActQuant.MXFP4, ActQuant.MXFP4),
+    recipe=Recipe(ActQuant.MXFP4, ActQuant.MXFP4, weight_before_l2=False),
     checks=(
         *common_checks(),
         c.ep_size_in((16,), why="a4w4 runs only through the inter-node backend at world size 16", sources=(_NEWER,)),

@@ -20,7 +20,7 @@ VARIANT = VariantSpec(
     weights="mxfp4 g32 e8m0",
     activations="MXFP8 (E4M3, E8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a8w4')",
-    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8),
+    recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8, weight_before_l2=False),
     checks=(
         *common_checks(),
         c.ep_in_domain(

@@ -1,0 +1,28 @@
+"""``deep_gemm_mega_moe:sm100_fp8xfp4``: DeepGEMM ``fp8_fp4_mega_moe`` (SM100/SM103, mma ``fp8xfp4``).
+
+API (deepseek-ai/DeepGEMM ``deep_gemm/mega/__init__.py`` @ 54e2261; vLLM 0.33 §5.2):
+``get_symm_buffer_for_mega_moe(group, E, max_tokens, topk, H, I, mma_type='fp8xfp4')`` (plain
+``torch.empty`` at group size 1), ``fp8_fp4_mega_moe(y, l1, l2, buf, recipe=(1, 1, 32),
+activation_clamp=L)``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+
+
+class Sm100Fp8Fp4MegaMoE(DeepGemmMegaMoE):
+    key = "deep_gemm_mega_moe:sm100_fp8xfp4"
+    VARIANT = "sm100_fp8xfp4"
+    ARCH_MAJORS = (10,)
+    KERNEL = "fp8_fp4_mega_moe"
+    REQUIRED = ("fp8_fp4_mega_moe", "transform_weights_for_mega_moe")
+    BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
+    BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "fp8xfp4"}
+    KERNEL_KWARGS: ClassVar[dict] = {"recipe": (1, 1, 32)}
+    WEIGHTS = "moe_oracle_backends.cuda_sm100.fp8xfp4.weights"
+    STAGING = "moe_oracle_backends.cuda_sm100.fp8xfp4.staging"
+    PROVIDED_BY = "DeepGEMM >= 2.4.2 (deep_gemm.fp8_fp4_mega_moe) or vLLM's vendored DeepGEMM"
+    SUPPORTS_ALPHA_BETA = True

@@ -1,0 +1,86 @@
+"""``deep_gemm_mega_moe:sm100_fp8xfp4`` weights: MXFP4 experts for ``fp8_fp4_mega_moe`` (mma ``fp8xfp4``).
+
+Kernel layout: see ``backends/cuda_sm100/_runtime.py`` (DeepGEMM ``transform_weights_for_mega_moe``
+after ``transform_sf_into_required_layout(sf, n, k, (1, 32), E)``, as ``tests/test_mega_moe.py``
+@ 54e2261 prepares them): values int8 ``[E, 2I, H/2]`` (L1 rows interleaved by 8), scales UE8M0
+packed ``int32 [E, N, K/128]`` MN-major, L1 interleaved, both UTCCP-transposed.
+"""
+
+from __future__ import annotations
+
+import torch
+from moe_oracle_backends.cuda_sm100._runtime import (
+    allocate_sm100,
+    sm100_l1_scale,
+    sm100_l1_scale_inverse,
+    sm100_l2_scale,
+    sm100_l2_scale_inverse,
+    transform_sm100,
+)
+
+from moe_oracle.model.types import WeightFormat
+from moe_oracle.runtime.interface import CheckpointExperts
+from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up
+from moe_oracle.runtime.quantize import MXFP4, scale_to_fp32, ue8m0_bytes
+
+
+def canonical(experts: CheckpointExperts) -> CheckpointExperts:
+    if experts.quant.format is not WeightFormat.MXFP4:
+        raise ValueError(f"sm100_fp8xfp4 takes MXFP4 experts, got {experts.quant.label()}")
+    return CheckpointExperts(
+        MXFP4,
+        experts.w13.view(torch.uint8),
+        experts.w2.view(torch.uint8),
+        ue8m0_bytes(experts.w13_scale),
+        ue8m0_bytes(experts.w2_scale),
+        first_expert=experts.first_expert,
+    )
+
+
+def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu") -> KernelWeights:
+    return allocate_sm100(e, hidden, inter, value_dtype=torch.int8, values_per_elem=2, scale_group=32, device=device)
+
+
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+    return {
+        "w13": interleave_gate_up(experts.w13[start:stop]).view(torch.int8),
+        "w2": experts.w2[start:stop].view(torch.int8),
+        "w13_sf": sm100_l1_scale(experts.w13_scale[start:stop]),
+        "w2_sf": sm100_l2_scale(experts.w2_scale[start:stop]),
+    }
+
+
+def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
+    return transform_sm100(canonical(experts), dst, chunk, chunk_experts)
+
+
+def to_kernel(
+    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
+) -> KernelWeights:
+    e, n2, hp = experts.w13.shape
+    return transform_into(experts, allocate(e, hp * 2, n2 // 2, device or experts.w13.device), chunk_experts)
+
+
+def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    return CheckpointExperts(
+        MXFP4,
+        deinterleave_gate_up(kw.w13.view(torch.uint8)),
+        kw.w2.view(torch.uint8).clone(),
+        sm100_l1_scale_inverse(kw.w13_sf),
+        sm100_l2_scale_inverse(kw.w2_sf),
+    )
+
+
+def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
+    """Through DeepGEMM (``transform_sf_into_required_layout`` + ``transform_weights_for_mega_moe``; SM100 only)."""
+    import deep_gemm
+
+    experts = canonical(experts)
+    e, n2, hp = experts.w13.shape
+    h, ip = experts.w2.shape[1], experts.w2.shape[2]
+    s1 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w13_scale), n2, hp * 2, (1, 32), e)
+    s2 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w2_scale), h, ip * 2, (1, 32), e)
+    (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe(
+        (experts.w13.view(torch.int8), s1), (experts.w2.view(torch.int8), s2)
+    )
+    return KernelWeights(w1, w2, s1, s2)

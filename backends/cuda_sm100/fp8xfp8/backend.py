@@ -1,0 +1,26 @@
+"""``deep_gemm_mega_moe:sm100_fp8xfp8``: DeepGEMM ``fp8_fp4_mega_moe`` with mma ``fp8xfp8`` (MXFP8 weights).
+
+API (vLLM 0.33 §2.1 row ``MEGA_MOE_MXFP8``, §5.2-§5.3): ``get_symm_buffer_for_mega_moe(...,
+mma_type='fp8xfp8')``, ``fp8_fp4_mega_moe(y, l1, l2, buf, recipe=(1, 1, 32), activation_clamp=L)``.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+
+
+class Sm100Fp8Fp8MegaMoE(DeepGemmMegaMoE):
+    key = "deep_gemm_mega_moe:sm100_fp8xfp8"
+    VARIANT = "sm100_fp8xfp8"
+    ARCH_MAJORS = (10,)
+    KERNEL = "fp8_fp4_mega_moe"
+    REQUIRED = ("fp8_fp4_mega_moe", "transform_weights_for_mega_moe")
+    BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
+    BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "fp8xfp8"}
+    KERNEL_KWARGS: ClassVar[dict] = {"recipe": (1, 1, 32)}
+    WEIGHTS = "moe_oracle_backends.cuda_sm100.fp8xfp8.weights"
+    STAGING = "moe_oracle_backends.cuda_sm100.fp8xfp8.staging"
+    PROVIDED_BY = "a DeepGEMM with mma_type 'fp8xfp8' (vllm-project/DeepGEMM, DeepGEMM 2.8.x)"
+    SUPPORTS_ALPHA_BETA = True

@@ -1,0 +1,37 @@
+"""``deep_gemm_mega_moe:sm100_nvfp4``: DeepGEMM ``nvfp4_mega_moe`` (vllm-project/DeepGEMM fork, 2.8.x).
+
+API (vLLM 0.33 §2.1/§2.6/§2.8/§5.2; vllm-project/DeepGEMM ``deep_gemm/mega/nvfp4.py``):
+``NVFP4SymmBuffer(group, E, max_tokens, topk, H, I)`` (views ``x``, ``x_sf``, ``x_scales``,
+``topk_idx``, ``topk_weights``), ``nvfp4_mega_moe(y, l1, l2, buf, activation_clamp=L,
+l1_alpha=w13_weight_scale_2 [E], l2_alpha=w2_weight_scale_2 * l2_activation_scale [E],
+l2_activation_scale=max(w2_input_scale), use_x_scales=True)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+
+
+class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
+    key = "deep_gemm_mega_moe:sm100_nvfp4"
+    VARIANT = "sm100_nvfp4"
+    ARCH_MAJORS = (10,)
+    KERNEL = "nvfp4_mega_moe"
+    REQUIRED = ("nvfp4_mega_moe", "NVFP4SymmBuffer", "transform_weights_for_mega_moe")
+    BUFFER_FNS = ("NVFP4SymmBuffer",)
+    BUFFER_KWARGS: ClassVar[dict] = {}
+    KERNEL_KWARGS: ClassVar[dict] = {"use_x_scales": True}
+    WEIGHTS = "moe_oracle_backends.cuda_sm100.nvfp4.weights"
+    STAGING = "moe_oracle_backends.cuda_sm100.nvfp4.staging"
+    PROVIDED_BY = "a DeepGEMM with nvfp4_mega_moe (vllm-project/DeepGEMM, vLLM's vendored DeepGEMM 2.8.1)"
+    SUPPORTS_ALPHA_BETA = True
+
+    def extra_kernel_kwargs(self) -> dict[str, Any]:
+        ex = self.weights.extras
+        return {
+            "l1_alpha": ex["l1_alpha"],
+            "l2_alpha": ex["l2_alpha"],
+            "l2_activation_scale": float(ex["l2_activation_scale"]),
+        }

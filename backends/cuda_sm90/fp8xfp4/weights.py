@@ -1,0 +1,86 @@
+"""``deep_gemm_mega_moe:sm90_fp8xfp4`` weights: MXFP4 (E2M1 + UE8M0 per 32).
+
+Kernel layout (``transform_weights_for_mega_moe_sm90_fp4`` in ``sgl_deep_gemm/__init__.py`` @
+DeepGEMM PR #323 head 8ddf7f96):
+
+* values: packed E2M1 bytes as int8, ``[E, 2I, H/2]`` with gate/up rows interleaved in groups of
+  8 (L1), ``[E, H, I/2]`` unchanged (L2);
+* scales: UE8M0 exponent bytes (``fp32_bits >> 23 & 0xff``) packed four per int32 along K,
+  K-major contiguous ``[E, N, K/128]`` (NOT the SM100 MN-major/UTCCP layout); L1 scale rows
+  interleaved like the values before packing.
+"""
+
+from __future__ import annotations
+
+import torch
+from moe_oracle_backends.cuda_sm90._runtime import pack_ue8m0_kmajor, unpack_ue8m0_kmajor
+
+from moe_oracle.model.types import WeightFormat
+from moe_oracle.runtime.interface import CheckpointExperts
+from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.quantize import MXFP4, scale_to_fp32, ue8m0_bytes
+
+
+def canonical(experts: CheckpointExperts) -> CheckpointExperts:
+    if experts.quant.format is not WeightFormat.MXFP4:
+        raise ValueError(f"sm90_fp8xfp4 takes MXFP4 experts, got {experts.quant.label()}")
+    return CheckpointExperts(
+        MXFP4,
+        experts.w13.view(torch.uint8),
+        experts.w2.view(torch.uint8),
+        ue8m0_bytes(experts.w13_scale),
+        ue8m0_bytes(experts.w2_scale),
+        first_expert=experts.first_expert,
+    )
+
+
+def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu") -> KernelWeights:
+    return KernelWeights(
+        torch.empty((e, 2 * inter, hidden // 2), dtype=torch.int8, device=device),
+        torch.empty((e, hidden, inter // 2), dtype=torch.int8, device=device),
+        torch.empty((e, 2 * inter, hidden // 128), dtype=torch.int32, device=device),
+        torch.empty((e, hidden, inter // 128), dtype=torch.int32, device=device),
+    )
+
+
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+    return {
+        "w13": interleave_gate_up(experts.w13[start:stop]).view(torch.int8),
+        "w2": experts.w2[start:stop].view(torch.int8),
+        "w13_sf": pack_ue8m0_kmajor(interleave_gate_up(experts.w13_scale[start:stop])),
+        "w2_sf": pack_ue8m0_kmajor(experts.w2_scale[start:stop]),
+    }
+
+
+def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
+    experts = canonical(experts)
+    return transform_in_chunks(lambda a, b: chunk(experts, a, b), dst, experts.num_experts, chunk_experts)
+
+
+def to_kernel(
+    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
+) -> KernelWeights:
+    e, n2, hp = experts.w13.shape
+    return transform_into(experts, allocate(e, hp * 2, n2 // 2, device or experts.w13.device), chunk_experts)
+
+
+def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    return CheckpointExperts(
+        MXFP4,
+        deinterleave_gate_up(kw.w13.view(torch.uint8)),
+        kw.w2.view(torch.uint8).clone(),
+        deinterleave_gate_up(unpack_ue8m0_kmajor(kw.w13_sf)),
+        unpack_ue8m0_kmajor(kw.w2_sf).clone(),
+    )
+
+
+def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
+    """Through ``deep_gemm.transform_weights_for_mega_moe_sm90_fp4`` (fp32 scales in, as its tests pass)."""
+    import deep_gemm
+
+    experts = canonical(experts)
+    (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe_sm90_fp4(
+        (experts.w13.view(torch.int8), scale_to_fp32(experts.w13_scale)),
+        (experts.w2.view(torch.int8), scale_to_fp32(experts.w2_scale)),
+    )
+    return KernelWeights(w1, w2, s1, s2)

@@ -1,0 +1,30 @@
+"""``deep_gemm_mega_moe:sm90_fp8xfp8``: DeepGEMM ``fp8_mega_moe`` on Hopper (SM90).
+
+API (kernels.md §0/§1; ``sgl_deep_gemm/__init__.py`` @ DeepGEMM PR #323 8ddf7f96, sgl-deep-gemm
+>= 0.2.0, upstream nv_dev): ``get_symm_buffer_for_sm90_mega_moe(group, E, max_tokens, topk, H, I,
+use_fp8_dispatch=True)`` (or ``get_symm_buffer_for_mega_moe``, which dispatches to it on SM90),
+``fp8_mega_moe(y, l1, l2, buf, recipe=(128, 128, 128), activation='swiglu', activation_clamp=L)``.
+The SM90 buffer always uses torch symmetric memory, so EP=1 runs on a 1-rank process group
+(``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` set by default, as h200.md did).
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+
+
+class Sm90Fp8MegaMoE(DeepGemmMegaMoE):
+    key = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    VARIANT = "sm90_fp8xfp8"
+    ARCH_MAJORS = (9,)
+    KERNEL = "fp8_mega_moe"
+    REQUIRED = ("fp8_mega_moe",)
+    BUFFER_FNS = ("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe")
+    BUFFER_KWARGS: ClassVar[dict] = {}
+    KERNEL_KWARGS: ClassVar[dict] = {"recipe": (128, 128, 128), "activation": "swiglu"}
+    WEIGHTS = "moe_oracle_backends.cuda_sm90.fp8xfp8.weights"
+    STAGING = "moe_oracle_backends.cuda_sm90.fp8xfp8.staging"
+    PROVIDED_BY = "sgl-deep-gemm >= 0.2.0, DeepGEMM nv_dev, or a DeepGEMM PR #323 build"
+    ENV_DEFAULTS: ClassVar[dict] = {"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}

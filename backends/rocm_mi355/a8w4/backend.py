@@ -1,0 +1,18 @@
+"""``aiter_mega_moe:gfx950_a8w4``: AITER ``MegaMoEV2(quant='a8w4')`` on MI355X (gfx950).
+
+FP8 activations quantized in the kernel (MXFP8, E8M0 per 32).
+API (ROCm/aiter ``aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py`` @ e404860; kernels.md §2):
+``MegaMoEV2(rank, world_size, model_dim, inter_dim, experts, topk, quant, w1, w1_scale, w2,
+w2_scale, max_tok_per_rank, swiglu_limit)``, ``forward(x_bf16, wts fp32 [T, k], topk_ids int32
+[T, k])`` -> BF16 ``[T, H]``; MoRI shmem initialized on a registered process group first.
+"""
+
+from __future__ import annotations
+
+from moe_oracle.runtime.kernels import AiterMegaMoE
+
+
+class AiterA8W4MegaMoE(AiterMegaMoE):
+    key = "aiter_mega_moe:gfx950_a8w4"
+    VARIANT = "gfx950_a8w4"
+    QUANT = "a8w4"

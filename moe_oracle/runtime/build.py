@@ -1,0 +1,139 @@
+"""Build a :class:`MegaMoELayer` for a variant key, a ``VariantSpec``, or a selection ``Decision``.
+
+Keys: ``emulation:<variant>`` (the torch twin, any machine), ``<backend>:<variant>`` or
+``<variant>`` (the real kernel class named by ``VariantSpec.runtime``, imported lazily). A real
+backend that cannot run here (library, entry point, GPU or architecture missing) raises
+:class:`~moe_oracle.runtime.errors.BackendUnavailableError`, one line naming what is missing and
+the fix; never an ImportError traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from moe_oracle.runtime.errors import BackendUnavailableError, UnknownVariantError
+from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
+
+if TYPE_CHECKING:
+    from moe_oracle.rules import VariantSpec
+    from moe_oracle.selection import Decision
+
+EMULATION = "emulation"
+
+
+def resolve_variant(name: str) -> tuple[VariantSpec, bool]:
+    """``(spec, emulated)`` for ``emulation:<variant>``, ``<backend>:<variant>`` or ``<variant>``."""
+    from moe_oracle.registry import load_registry
+
+    text = name.strip().lower().replace("-", "_")
+    emulated = False
+    if text.startswith(EMULATION + ":"):
+        emulated, text = True, text[len(EMULATION) + 1 :]
+    reg = load_registry()
+    backend, sep, variant = text.rpartition(":")
+    found = [v for v in reg.variants if v.variant == variant and (not sep or v.backend == backend)]
+    if len(found) != 1:
+        known = ", ".join(v.key for v in reg.variants)
+        raise UnknownVariantError(
+            f"{name!r} names no registered mega-MoE variant",
+            fix=f"use one of: {known} (or emulation:<variant>).",
+        )
+    return found[0], emulated
+
+
+def _import_runtime(spec: VariantSpec) -> type[MegaMoELayer]:
+    if not spec.runtime or ":" not in spec.runtime:
+        raise BackendUnavailableError(
+            f"{spec.key} declares no runtime entry point (VariantSpec.runtime).", fix="use emulation:" + spec.variant
+        )
+    module_name, attr = spec.runtime.split(":", 1)
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise BackendUnavailableError(
+            f"{spec.key}: its runtime module {module_name} does not import ({reason}).",
+            fix="reinstall moe-oracle (pip install -e .), or use emulation:" + spec.variant,
+        ) from None
+    cls = getattr(module, attr, None)
+    if cls is None or not (isinstance(cls, type) and issubclass(cls, MegaMoELayer)):
+        raise BackendUnavailableError(
+            f"{spec.key}: {spec.runtime} is not a MegaMoELayer class.", fix="fix VariantSpec.runtime of " + spec.key
+        )
+    return cls
+
+
+def build_layer(
+    key_or_spec: str | VariantSpec,
+    config: LayerConfig,
+    experts: CheckpointExperts | None = None,
+    *,
+    emulate: bool = False,
+) -> MegaMoELayer:
+    """Build (and, with ``experts``, load) the layer of a variant.
+
+    ``key_or_spec``: ``"emulation:sm90_fp8xfp8"``, ``"deep_gemm_mega_moe:sm90_fp8xfp8"``,
+    ``"sm90_fp8xfp8"`` or a ``VariantSpec``; ``emulate=True`` builds the twin of a real key.
+    """
+    if isinstance(key_or_spec, str):
+        spec, emulated = resolve_variant(key_or_spec)
+    else:
+        spec, emulated = key_or_spec, False
+    if emulated or emulate:
+        from moe_oracle.runtime.emulation import EmulatedMegaMoE
+
+        layer: MegaMoELayer = EmulatedMegaMoE(config, spec)
+    else:
+        layer = _import_runtime(spec)(config)
+    if experts is not None:
+        layer.load(experts)
+    return layer
+
+
+def layer_config_for(decision: Decision, group: str | int | None = None, **kwargs: Any) -> LayerConfig:
+    """A :class:`LayerConfig` for one layer group of ``decision`` (by name or index; default: main).
+
+    ``max_tokens_per_rank`` defaults to the deployment's ``max_num_batched_tokens`` and ``ep_size`` to
+    its ``ep``; pass ``ep_rank``, ``ep_group``, ``device``, ``options`` as keyword arguments.
+    """
+    gd = _group_decision(decision, group)
+    par = decision.deployment.parallel
+    kwargs.setdefault("max_tokens_per_rank", par.tokens_per_rank)
+    kwargs.setdefault("ep_size", par.ep)
+    return LayerConfig(group=gd.group, **kwargs)
+
+
+def _group_decision(decision: Decision, group: str | int | None):
+    if group is None:
+        return decision.main
+    if isinstance(group, int):
+        return decision.groups[group]
+    for gd in decision.groups:
+        if gd.group.name == group:
+            return gd
+    names = ", ".join(gd.group.name for gd in decision.groups)
+    raise UnknownVariantError(f"the decision has no layer group {group!r}", fix=f"use one of: {names}.")
+
+
+def build_layer_for_decision(
+    decision: Decision,
+    group: str | int | None = None,
+    experts: CheckpointExperts | None = None,
+    *,
+    emulate: bool = False,
+    **config_kwargs: Any,
+) -> MegaMoELayer:
+    """The layer the oracle chose for ``group`` (real kernel, or its twin with ``emulate=True``).
+
+    Raises :class:`BackendUnavailableError` when the decision chose no fused backend (the group
+    falls back to the engine's non-fused path, named in the message).
+    """
+    gd = _group_decision(decision, group)
+    if gd.chosen is None:
+        raise BackendUnavailableError(
+            f"layer group '{gd.group.name}': the decision chose no fused mega-MoE backend (fallback: {gd.fallback}).",
+            fix="run the engine's non-fused MoE for this group, or change the deployment.",
+        )
+    config = layer_config_for(decision, group, **config_kwargs)
+    return build_layer(gd.chosen.spec, config, experts, emulate=emulate)

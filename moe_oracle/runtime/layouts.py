@@ -1,0 +1,239 @@
+"""Weight-layout permutations shared by the kernel variants (pure torch, any device).
+
+Every transform here is a pure permutation (or a bit-exact repacking) with an exact inverse, written
+from the layout rules the vendors document (see ``docs/runtime.md`` for the sources):
+
+* ``interleave_gate_up`` / ``deinterleave_gate_up``: DeepGEMM mega-MoE gate/up row interleave in
+  groups of 8 (``deep_gemm/mega/__init__.py::_interleave_weights``): checkpoint row ``r`` of half
+  ``h`` (0 = gate, 1 = up) goes to row ``(r // 8) * 16 + 8 * h + r % 8``.
+* ``utccp_transpose`` / ``utccp_untranspose``: DeepGEMM ``_transpose_sf_for_utccp``: inside each
+  group of 128 rows, row ``32 j + i`` goes to row ``4 i + j``.
+* ``mn_major``: the storage DeepGEMM's SM100 scale tensors have (logical ``[E, MN, K']``, strides
+  ``(MN * K', 1, MN)``), as ``get_mn_major_tma_aligned_packed_ue8m0_tensor`` returns them.
+* ``aiter_shuffle_weight`` / ``aiter_shuffle_scale`` (+ inverses): ROCm/aiter
+  ``aiter/ops/shuffle.py::shuffle_weight_a16w4`` (layout ``(NLane, 16)``, gate/up lane interleave)
+  and ``shuffle_scale_a16w4`` (MXFP4 E8M0 scales, 2x2 packs of 16 lanes x 4).
+
+All functions take an expert-leading tensor ``[E, ...]`` and transform each expert independently,
+so a caller can run them on any slice of experts (streaming, see :func:`transform_in_chunks`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+INTERLEAVE_GRAN = 8
+UTCCP_ROWS = 128
+
+
+def _inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
+    inv = [0] * len(perm)
+    for pos, d in enumerate(perm):
+        inv[d] = pos
+    return tuple(inv)
+
+
+# --------------------------------------------------------------------------------------------
+# DeepGEMM
+# --------------------------------------------------------------------------------------------
+def interleave_gate_up(t: torch.Tensor, gran: int = INTERLEAVE_GRAN) -> torch.Tensor:
+    """``[E, 2I, ...]`` (gate rows then up rows) -> rows ``[g0..g7, u0..u7, g8..g15, ...]`` (contiguous)."""
+    e, n, *rest = t.shape
+    if n % (2 * gran):
+        raise ValueError(f"gate/up rows ({n}) must be a multiple of {2 * gran} to interleave by {gran}")
+    half = n // 2
+    out = t.reshape(e, 2, half // gran, gran, *rest).transpose(1, 2)
+    return out.reshape(e, n, *rest).contiguous()
+
+
+def deinterleave_gate_up(t: torch.Tensor, gran: int = INTERLEAVE_GRAN) -> torch.Tensor:
+    """Inverse of :func:`interleave_gate_up`."""
+    e, n, *rest = t.shape
+    if n % (2 * gran):
+        raise ValueError(f"rows ({n}) must be a multiple of {2 * gran}")
+    out = t.reshape(e, n // (2 * gran), 2, gran, *rest).transpose(1, 2)
+    return out.reshape(e, n, *rest).contiguous()
+
+
+def utccp_transpose(sf: torch.Tensor) -> torch.Tensor:
+    """``[E, MN, K']``: inside every 128 rows, row ``32 j + i`` -> row ``4 i + j`` (contiguous result)."""
+    e, mn, kp = sf.shape
+    if mn % UTCCP_ROWS:
+        raise ValueError(f"UTCCP scale transpose needs MN ({mn}) to be a multiple of {UTCCP_ROWS}")
+    return sf.reshape(e, mn // UTCCP_ROWS, 4, 32, kp).transpose(2, 3).reshape(e, mn, kp).contiguous()
+
+
+def utccp_untranspose(sf: torch.Tensor) -> torch.Tensor:
+    """Inverse of :func:`utccp_transpose`."""
+    e, mn, kp = sf.shape
+    if mn % UTCCP_ROWS:
+        raise ValueError(f"MN ({mn}) must be a multiple of {UTCCP_ROWS}")
+    return sf.reshape(e, mn // UTCCP_ROWS, 32, 4, kp).transpose(2, 3).reshape(e, mn, kp).contiguous()
+
+
+def empty_mn_major(e: int, mn: int, kp: int, dtype: torch.dtype, device: torch.device | str) -> torch.Tensor:
+    """Logical ``[E, MN, K']`` tensor stored K'-outer (strides ``(MN*K', 1, MN)``), DeepGEMM's SF storage."""
+    return torch.empty_strided((e, mn, kp), (mn * kp, 1, mn), dtype=dtype, device=device)
+
+
+def mn_major(sf: torch.Tensor) -> torch.Tensor:
+    """Copy ``[E, MN, K']`` into MN-major storage (values unchanged)."""
+    e, mn, kp = sf.shape
+    return empty_mn_major(e, mn, kp, sf.dtype, sf.device).copy_(sf)
+
+
+def is_mn_major(sf: torch.Tensor) -> bool:
+    _e, mn, kp = sf.shape
+    return tuple(sf.stride()) == (mn * kp, 1, mn) or (kp == 1 and sf.stride(1) == 1)
+
+
+# --------------------------------------------------------------------------------------------
+# AITER (MI355X, gfx950)
+# --------------------------------------------------------------------------------------------
+_AITER_W_GATE_UP = (0, 2, 1, 4, 5, 3, 6)
+_AITER_W_PLAIN = (0, 1, 3, 4, 2, 5)
+_AITER_S_GATE_UP = (0, 2, 4, 6, 3, 5, 1)
+_AITER_S_PLAIN = (0, 1, 4, 6, 3, 5, 2)
+AITER_SCALE_PAD_BYTE = 0x7F
+
+
+def _aiter_weight_view(e: int, n: int, k_pk: int, n_lane: int, gate_up: bool) -> tuple[int, ...]:
+    k_pack, k_lane = 16, 64 // n_lane
+    rows = n // 2 if gate_up else n
+    if rows % n_lane or k_pk % (k_lane * k_pack):
+        raise ValueError(
+            f"AITER a16w4 shuffle needs rows ({rows}) % {n_lane} == 0 and packed K ({k_pk}) % {k_lane * k_pack} == 0"
+        )
+    n0, k0 = rows // n_lane, k_pk // (k_lane * k_pack)
+    if gate_up:
+        return (e, 2, n0, n_lane, k0, k_lane, k_pack)
+    return (e, n0, n_lane, k0, k_lane, k_pack)
+
+
+def aiter_shuffle_weight(w: torch.Tensor, n_lane: int = 16, gate_up: bool = False) -> torch.Tensor:
+    """``shuffle_weight_a16w4(w, n_lane, gate_up)`` for packed-FP4 bytes ``[E, N, K/2]``."""
+    e, n, k_pk = w.shape
+    perm = _AITER_W_GATE_UP if gate_up else _AITER_W_PLAIN
+    return w.reshape(_aiter_weight_view(e, n, k_pk, n_lane, gate_up)).permute(perm).reshape(e, n, k_pk).contiguous()
+
+
+def aiter_unshuffle_weight(w: torch.Tensor, n_lane: int = 16, gate_up: bool = False) -> torch.Tensor:
+    """Inverse of :func:`aiter_shuffle_weight`."""
+    e, n, k_pk = w.shape
+    perm = _AITER_W_GATE_UP if gate_up else _AITER_W_PLAIN
+    view = _aiter_weight_view(e, n, k_pk, n_lane, gate_up)
+    shuffled_view = tuple(view[d] for d in perm)
+    return w.reshape(shuffled_view).permute(_inverse_perm(perm)).reshape(e, n, k_pk).contiguous()
+
+
+def _aiter_scale_view(e: int, n: int, kg: int, gate_up: bool) -> tuple[int, ...]:
+    if n % 32 or kg % 8:
+        raise ValueError(f"AITER a16w4 scale shuffle needs N ({n}) % 32 == 0 and K/32 ({kg}) % 8 == 0")
+    if 32 * kg < 256:
+        raise ValueError(f"AITER a16w4 scale shuffle needs K ({32 * kg}) >= 256")
+    n1, k1 = n // 32, kg // 8
+    if gate_up:
+        return (e, 2, n1, 16, k1, 2, 4)
+    return (e, n1, 2, 16, k1, 2, 4)
+
+
+def aiter_scale_padded_groups(kg: int) -> int:
+    """Scale columns after AITER's padding of K/32 to a multiple of 8."""
+    return (kg + 7) // 8 * 8
+
+
+def aiter_shuffle_scale(sf: torch.Tensor, gate_up: bool = False) -> torch.Tensor:
+    """``shuffle_scale_a16w4(sf.view(E*N, K/32), E, gate_up)`` for E8M0 bytes ``[E, N, K/32]``.
+
+    Returns ``[E, N, Kp]`` (``Kp`` = K/32 padded to a multiple of 8 with byte 0x7F, as AITER pads);
+    the vendor returns the same bytes as ``[E*N, Kp]``.
+    """
+    e, n, kg = sf.shape
+    kp = aiter_scale_padded_groups(kg)
+    if kp != kg:
+        padded = torch.empty((e, n, kp), dtype=sf.dtype, device=sf.device)
+        padded.view(torch.uint8).fill_(AITER_SCALE_PAD_BYTE)
+        padded[:, :, :kg] = sf
+        sf = padded
+    perm = _AITER_S_GATE_UP if gate_up else _AITER_S_PLAIN
+    return sf.reshape(_aiter_scale_view(e, n, kp, gate_up)).permute(perm).reshape(e, n, kp).contiguous()
+
+
+def aiter_unshuffle_scale(sf: torch.Tensor, gate_up: bool = False, groups: int | None = None) -> torch.Tensor:
+    """Inverse of :func:`aiter_shuffle_scale`; ``groups`` (K/32) drops AITER's padding."""
+    e, n, kp = sf.shape
+    perm = _AITER_S_GATE_UP if gate_up else _AITER_S_PLAIN
+    view = _aiter_scale_view(e, n, kp, gate_up)
+    shuffled_view = tuple(view[d] for d in perm)
+    out = sf.reshape(shuffled_view).permute(_inverse_perm(perm)).reshape(e, n, kp)
+    if groups is not None and groups != kp:
+        out = out[:, :, :groups]
+    return out.contiguous()
+
+
+# --------------------------------------------------------------------------------------------
+# Kernel-layout container and streaming
+# --------------------------------------------------------------------------------------------
+@dataclass
+class KernelWeights:
+    """One layer's experts in a kernel's layout.
+
+    ``w13``/``w2`` are the GEMM operands (``l1``/``l2`` in DeepGEMM, ``w1``/``w2`` in AITER),
+    ``w13_sf``/``w2_sf`` their scales (None for BF16); ``extras`` holds per-expert vectors some
+    kernels take besides (NVFP4 ``l1_alpha``, ``l2_alpha``, ``l2_activation_scale``).
+    """
+
+    w13: torch.Tensor
+    w2: torch.Tensor
+    w13_sf: torch.Tensor | None = None
+    w2_sf: torch.Tensor | None = None
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def num_experts(self) -> int:
+        return int(self.w13.shape[0])
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        out = {"w13": self.w13, "w2": self.w2}
+        if self.w13_sf is not None:
+            out["w13_sf"] = self.w13_sf
+        if self.w2_sf is not None:
+            out["w2_sf"] = self.w2_sf
+        out.update({k: v for k, v in self.extras.items() if isinstance(v, torch.Tensor)})
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in self.tensors().values())
+
+
+def expert_chunks(num_experts: int, chunk_experts: int) -> Iterator[tuple[int, int]]:
+    """``(start, stop)`` ranges of at most ``chunk_experts`` experts."""
+    if chunk_experts < 1:
+        raise ValueError(f"chunk_experts must be positive, got {chunk_experts}")
+    for start in range(0, num_experts, chunk_experts):
+        yield start, min(num_experts, start + chunk_experts)
+
+
+def transform_in_chunks(
+    transform: Callable[[int, int], dict[str, torch.Tensor]],
+    dst: KernelWeights,
+    num_experts: int,
+    chunk_experts: int = 1,
+) -> KernelWeights:
+    """Write ``transform(start, stop)`` (kernel-layout tensors of experts ``[start, stop)``) into ``dst``.
+
+    ``dst`` is preallocated (any device, any storage order); only one chunk's temporaries exist at
+    a time, so loading never holds a second full copy of the layer.
+    """
+    for start, stop in expert_chunks(num_experts, chunk_experts):
+        parts = transform(start, stop)
+        for name, part in parts.items():
+            target = getattr(dst, name) if name in ("w13", "w2", "w13_sf", "w2_sf") else dst.extras[name]
+            target[start:stop].copy_(part, non_blocking=True)
+        del parts
+    return dst

@@ -1,0 +1,75 @@
+"""build_layer: keys, one-line errors when a vendor library is absent, decisions to layers.
+
+The real backends run only where their library and GPU exist: tests/runtime/test_gpu_backends.py.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from moe_oracle.errors import OracleError
+from moe_oracle.runtime import LayerConfig, build_layer
+from moe_oracle.runtime.build import build_layer_for_decision, resolve_variant
+from moe_oracle.runtime.errors import BackendUnavailableError, UnknownVariantError
+
+from .conftest import small_group
+
+REAL_KEYS = [
+    "deep_gemm_mega_moe:sm90_fp8xfp8",
+    "deep_gemm_mega_moe:sm90_fp8xfp4",
+    "deep_gemm_mega_moe:sm100_fp8xfp4",
+    "deep_gemm_mega_moe:sm100_fp8xfp8",
+    "deep_gemm_mega_moe:sm100_nvfp4",
+    "deep_gemm_mega_moe:sm100_bf16",
+    "aiter_mega_moe:gfx950_a8w4",
+    "aiter_mega_moe:gfx950_a4w4",
+]
+
+
+def test_resolve_variant_forms(specs):
+    assert resolve_variant("emulation:sm90_fp8xfp8") == (specs["sm90_fp8xfp8"], True)
+    assert resolve_variant("deep_gemm_mega_moe:sm100_nvfp4") == (specs["sm100_nvfp4"], False)
+    assert resolve_variant("GFX950-A8W4") == (specs["gfx950_a8w4"], False)
+    with pytest.raises(UnknownVariantError, match="emulation:<variant>"):
+        resolve_variant("deep_gemm_mega_moe:gfx950_a8w4")
+
+
+@pytest.mark.parametrize("key", REAL_KEYS)
+def test_real_backend_without_library_is_one_line_error(key, monkeypatch):
+    for mod in ("deep_gemm", "aiter", "mori"):
+        monkeypatch.setitem(sys.modules, mod, None)  # import fails even where installed
+    g = small_group()
+    with pytest.raises(BackendUnavailableError) as info:
+        build_layer(key, LayerConfig(group=g, max_tokens_per_rank=64))
+    msg = str(info.value)
+    assert "\n" not in msg and "Fix:" in msg and key in msg
+    assert ("deep_gemm" in msg) or ("aiter" in msg)
+    assert isinstance(info.value, OracleError) and int(info.value.exit_code) == 2
+
+
+def test_every_variant_runtime_class_is_declared(registry):
+    for spec in registry.variants:
+        module, attr = spec.runtime.split(":")
+        cls = getattr(__import__(module, fromlist=[attr]), attr)
+        assert cls.key == spec.key and spec.variant == cls.VARIANT
+
+
+def test_decision_helper_builds_the_chosen_twin():
+    from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+    from moe_oracle.model.resolve import resolve_model
+    from moe_oracle.selection import decide
+
+    deployment, _ = build_deployment(DeploymentFlags(device="h200", ep=8, dp=8), None)
+    software, _ = resolve_software(None, "h200")
+    decision = decide(resolve_model("zai-org/GLM-5-FP8"), deployment, software)
+    gd = decision.main
+    if gd.chosen is None:
+        with pytest.raises(BackendUnavailableError, match="no fused"):
+            build_layer_for_decision(decision, emulate=True, device="cpu")
+        return
+    layer = build_layer_for_decision(decision, emulate=True, device="cpu")
+    assert layer.key == "emulation:" + gd.chosen.spec.variant
+    assert layer.config.ep_size == deployment.parallel.ep
+    assert layer.config.max_tokens_per_rank == deployment.parallel.tokens_per_rank
