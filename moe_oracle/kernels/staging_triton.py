@@ -46,6 +46,7 @@ def _stage_kernel(
     stride_x,
     stride_out,
     stride_sf,
+    stride_sf_col,
     rsf,
     TOPK: tl.constexpr,
     TOPK_P2: tl.constexpr,
@@ -82,18 +83,18 @@ def _stage_kernel(
         word = tl.sum(e4 << shifts[None, None, :], axis=2)
         pcols = g0 // 4 + tl.arange(0, packs)
         pmask = row_ok[:, None] & (pcols[None, :] * 4 * GROUP < hidden)
-        tl.store(sf_ptr + rows[:, None] * stride_sf + pcols[None, :], word, mask=pmask)
+        tl.store(sf_ptr + rows[:, None] * stride_sf + pcols[None, :] * stride_sf_col, word, mask=pmask)
     else:
         gcols = g0 + tl.arange(0, GROUPS_PER_PROG)
         gmask = row_ok[:, None] & (gcols[None, :] * GROUP < hidden)
-        tl.store(sf_ptr + rows[:, None] * stride_sf + gcols[None, :], scale, mask=gmask)
+        tl.store(sf_ptr + rows[:, None] * stride_sf + gcols[None, :] * stride_sf_col, scale, mask=gmask)
     if pid_k == 0:
         kk = tl.arange(0, TOPK_P2)
         kmask = row_ok[:, None] & (kk[None, :] < TOPK)
         offs = rows[:, None] * TOPK + kk[None, :]
         ids = tl.load(ids_in_ptr + offs, mask=kmask, other=-1).to(tl.int64)
         w = tl.load(w_in_ptr + offs, mask=kmask, other=0.0).to(tl.float32) * rsf
-        pad = (rows >= num_valid)[:, None]
+        pad = (rows >= num_valid)[:, None] | (ids < 0)
         ids = tl.where(pad, -1, ids)
         w = tl.where(pad, 0.0, w)
         tl.store(ids_out_ptr + offs, ids, mask=kmask)
@@ -117,8 +118,10 @@ def stage(
     """Quantize ``x`` and repack the routing into preallocated buffers (no allocation, no sync).
 
     ``recipe``: ``"fp8_g128"`` (``out_sf`` fp32 ``[T, H/128]``) or ``"mxfp8"`` (``out_sf`` int32
-    ``[T, H/128]``, four UE8M0 bytes each). ``out_x`` is float8_e4m3fn ``[>=T, H]``; ``out_ids``
-    int64 and ``out_w`` fp32 ``[>=T, k]``. Rows ``>= num_valid`` (default ``T``) are padding.
+    ``[T, H/128]``, four UE8M0 bytes each); ``out_sf`` may be a strided view (MN-major buffers).
+    ``out_x`` is float8_e4m3fn ``[>=T, H]`` with unit column stride; ``out_ids`` int64 and ``out_w``
+    fp32 ``[>=T, k]`` contiguous. Rows ``>= num_valid`` (default ``T``) and negative ids are
+    padding (id -1, weight 0).
     """
     t, h = x.shape
     k = topk_ids.shape[1]
@@ -148,6 +151,7 @@ def stage(
         x.stride(0),
         out_x.stride(0),
         out_sf.stride(0),
+        out_sf.stride(1),
         float(routed_scaling_factor),
         TOPK=k,
         TOPK_P2=triton.next_power_of_2(k),

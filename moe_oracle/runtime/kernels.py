@@ -29,7 +29,6 @@ import torch
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.layouts import KernelWeights
-from moe_oracle.runtime.staging import stage_into
 from moe_oracle.runtime.vendor import (
     ensure_process_group,
     require_attrs,
@@ -200,8 +199,7 @@ class DeepGemmMegaMoE(MegaMoELayer):
         t = int(hidden_states.shape[0])
         if t > self.config.max_tokens_per_rank:
             raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
-        staged = self._staging_mod.stage(hidden_states, topk_ids, topk_weights)
-        stage_into(self.buffer, staged, t)
+        self._staging_mod.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights)
         call = self.kernel_call(t)
         _resolve(self.dg, call.function)(*call.args, **call.kwargs)
         return call.args[0]

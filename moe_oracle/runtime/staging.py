@@ -20,6 +20,7 @@ Scale layouts (``x_sf``):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import torch
@@ -117,3 +118,100 @@ def stage_into(buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | N
         if value.dtype != target.dtype and value.element_size() == target.element_size():
             value = value.view(target.dtype)
         target.copy_(value)
+
+
+def _triton_stage() -> Any:
+    try:
+        from moe_oracle.kernels.staging_triton import stage
+    except Exception:  # no Triton (CPU builds): the eager path serves
+        return None
+    return stage
+
+
+@dataclass(frozen=True)
+class StagingSpec:
+    """How one variant's kernel wants its inputs staged (each variant's ``staging.py`` holds one).
+
+    ``triton_recipe`` names the fused Triton kernel (:mod:`moe_oracle.kernels.staging_triton`) that
+    writes the same bytes straight into the kernel's buffer views on a GPU, with no allocation and
+    no host sync (so a forward is CUDA-graph capturable); the eager torch path is the reference and
+    the fallback (CPU tensors, a padding mask, shapes the Triton kernel does not tile).
+    """
+
+    act: ActQuant
+    scale_layout: ScaleLayout
+    vendor: Vendor = "deepgemm"
+    quantize_on_host: bool = True
+    ids_dtype: torch.dtype = torch.int64
+    triton_recipe: str | None = None
+
+    def stage(
+        self,
+        hidden_states: torch.Tensor,
+        topk_ids: torch.Tensor,
+        topk_weights: torch.Tensor,
+        *,
+        is_padding: torch.Tensor | None = None,
+        routed_scaling_factor: float = 1.0,
+    ) -> dict[str, torch.Tensor]:
+        """Kernel-ready ``x`` (+ scales), ``topk_idx`` and ``topk_weights`` for ``[T, H]`` hidden states."""
+        return stage_inputs(
+            hidden_states,
+            topk_ids,
+            topk_weights,
+            self.act,
+            vendor=self.vendor,
+            scale_layout=self.scale_layout,
+            quantize=self.quantize_on_host,
+            is_padding=is_padding,
+            routed_scaling_factor=routed_scaling_factor,
+            ids_dtype=self.ids_dtype,
+        )
+
+    def quantize_like_kernel(self, hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The activation payload the kernel consumes (quantized here even when the kernel does it itself)."""
+        empty = torch.zeros((hidden_states.shape[0], 1), dtype=torch.int64, device=hidden_states.device)
+        staged = stage_inputs(
+            hidden_states, empty, empty.float(), self.act, vendor=self.vendor, scale_layout=self.scale_layout
+        )
+        return {k: v for k, v in staged.items() if k.startswith("x")}
+
+    def uses_triton(self, hidden_states: torch.Tensor, is_padding: torch.Tensor | None = None) -> bool:
+        return (
+            self.triton_recipe is not None
+            and is_padding is None
+            and hidden_states.is_cuda
+            and hidden_states.shape[-1] % 512 == 0
+            and _triton_stage() is not None
+        )
+
+    def stage_to_buffer(
+        self,
+        buffer: Any,
+        hidden_states: torch.Tensor,
+        topk_ids: torch.Tensor,
+        topk_weights: torch.Tensor,
+        *,
+        is_padding: torch.Tensor | None = None,
+        routed_scaling_factor: float = 1.0,
+    ) -> int:
+        """Stage into ``buffer``'s views (``x``, ``x_sf``, ..., ``topk_idx``, ``topk_weights``); returns T."""
+        t = int(hidden_states.shape[0])
+        if self.uses_triton(hidden_states, is_padding):
+            _triton_stage()(
+                hidden_states,
+                topk_ids,
+                topk_weights,
+                buffer.x[:t],
+                buffer.x_sf[:t],
+                buffer.topk_idx[:t],
+                buffer.topk_weights[:t],
+                recipe=self.triton_recipe,
+                routed_scaling_factor=routed_scaling_factor,
+            )
+            return t
+        staged = self.stage(
+            hidden_states, topk_ids, topk_weights, is_padding=is_padding, routed_scaling_factor=routed_scaling_factor
+        )
+        stage_into(buffer, staged, t)
+        return t

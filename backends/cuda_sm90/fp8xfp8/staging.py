@@ -2,69 +2,17 @@
 ``buf.x_sf`` FP32 ``[T, H/128]`` (amax/448 per 128, ``per_token_cast_to_fp8(x, use_ue8m0=False,
 gran_k=128)`` as ``sgl_deep_gemm/tests/test_mega_moe_hopper.py`` stages it).
 
-Eager torch reference, bit-exact to ``moe_oracle.numerics`` (see ``moe_oracle.runtime.staging``).
+Bit-exact to ``moe_oracle.numerics``; the eager path and, where named, the fused Triton kernel
+(see ``moe_oracle.runtime.staging.StagingSpec``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
-import torch
-
 from moe_oracle.runtime.recipe import ActQuant
-from moe_oracle.runtime.staging import stage_inputs, stage_into
+from moe_oracle.runtime.staging import StagingSpec
 
-ACT = ActQuant.FP8_G128_FP32
-VENDOR = "deepgemm"
-SCALE_LAYOUT = "fp32"
-QUANTIZE_ON_HOST = True
-IDS_DTYPE = torch.int64
+SPEC = StagingSpec(ActQuant.FP8_G128_FP32, "fp32", triton_recipe="fp8_g128")
 
-
-def stage(
-    hidden_states: torch.Tensor,
-    topk_ids: torch.Tensor,
-    topk_weights: torch.Tensor,
-    *,
-    is_padding: torch.Tensor | None = None,
-    routed_scaling_factor: float = 1.0,
-) -> dict[str, torch.Tensor]:
-    """Kernel-ready ``x`` (+ scales), ``topk_idx`` and ``topk_weights`` for ``[T, H]`` hidden states."""
-    return stage_inputs(
-        hidden_states,
-        topk_ids,
-        topk_weights,
-        ACT,
-        vendor=VENDOR,
-        scale_layout=SCALE_LAYOUT,
-        quantize=QUANTIZE_ON_HOST,
-        is_padding=is_padding,
-        routed_scaling_factor=routed_scaling_factor,
-        ids_dtype=IDS_DTYPE,
-    )
-
-
-def quantize_like_kernel(hidden_states: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The activation payload the kernel consumes (quantized here even when the kernel does it itself)."""
-    empty_ids = torch.zeros((hidden_states.shape[0], 1), dtype=torch.int64, device=hidden_states.device)
-    staged = stage_inputs(
-        hidden_states, empty_ids, empty_ids.float(), ACT, vendor=VENDOR, scale_layout=SCALE_LAYOUT, quantize=True
-    )
-    return {k: v for k, v in staged.items() if k.startswith("x")}
-
-
-def stage_to_buffer(
-    buffer: Any,
-    hidden_states: torch.Tensor,
-    topk_ids: torch.Tensor,
-    topk_weights: torch.Tensor,
-    *,
-    is_padding: torch.Tensor | None = None,
-    routed_scaling_factor: float = 1.0,
-) -> int:
-    """Stage into ``buffer``'s views (``x``, ``x_sf``, ..., ``topk_idx``, ``topk_weights``); returns T."""
-    staged = stage(
-        hidden_states, topk_ids, topk_weights, is_padding=is_padding, routed_scaling_factor=routed_scaling_factor
-    )
-    stage_into(buffer, staged)
-    return int(hidden_states.shape[0])
+stage = SPEC.stage
+quantize_like_kernel = SPEC.quantize_like_kernel
+stage_to_buffer = SPEC.stage_to_buffer

@@ -1,0 +1,191 @@
+"""SM90 mega-MoE through moe-oracle's interface on one H200: correctness, overhead, weight preparation.
+
+One run, every number side by side:
+
+1. The oracle decides on ``--device local`` with the ``installed`` software profile; the chosen
+   variant is built with :func:`moe_oracle.runtime.build_layer_for_decision` and loaded from
+   checkpoint-layout experts (random masters quantized to the checkpoint's format; full
+   DeepSeek-V4-Flash and GLM-5-FP8 expert shapes).
+2. Correctness first, for every T, on fresh random inputs: calc_diff of the kernel against the
+   emulation twin and against the FP32 reference (dequantized weights, no intermediate rounding).
+3. Time (CUDA graph per path, 512 MB written before each timed replay to clear the 60 MB L2, CUDA
+   events, median of 20): our forward (Triton staging + kernel), the bare kernel call on
+   pre-staged inputs, and DeepGEMM's own ``mega_moe_pre_dispatch_sm90`` + kernel; the HBM floor
+   is the active experts' weight bytes over the measured copy bandwidth.
+4. Weight preparation: one layer's 256 experts from checkpoint layout to the kernel layout on the
+   GPU, bandwidth against the copy bandwidth and the extra memory it needed.
+
+Run on the H200 (needs a DeepGEMM build with the SM90 kernels): ``python benchmarks/sm90_interface.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import statistics
+
+import torch
+
+from moe_oracle.advisories import load_advisories
+from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.model.resolve import resolve_model
+from moe_oracle.model.types import ModelDescription, QuantSpec
+from moe_oracle.runtime import calc_diff, reference_moe, route
+from moe_oracle.runtime.accuracy import random_masters
+from moe_oracle.runtime.build import build_layer, build_layer_for_decision
+from moe_oracle.runtime.kernels import _resolve
+from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.selection import decide
+
+#: (model shape, routed-expert format): both SM90 variants at both full expert shapes; a format that is not
+#: the checkpoint's (V4-Flash in FP8, GLM-5 in MXFP4) stands for an FP8 conversion / a hypothetical export.
+CASES = (
+    ("deepseek-ai/DeepSeek-V4-Flash", "mxfp4"),
+    ("deepseek-ai/DeepSeek-V4-Flash", "fp8_block"),
+    ("zai-org/GLM-5-FP8", "fp8_block"),
+    ("zai-org/GLM-5-FP8", "mxfp4"),
+)
+FORMATS = {
+    "mxfp4": QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0"),
+    "fp8_block": QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32"),
+}
+TOKENS = (1, 8, 64, 512, 2048, 8192)
+FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device="cuda") if torch.cuda.is_available() else None
+
+
+def copy_bandwidth() -> float:
+    a = torch.empty(1 << 31, dtype=torch.uint8, device="cuda").random_()
+    b = torch.empty_like(a)
+    return 2 * a.numel() / (graph_us(lambda: b.copy_(a), flush=False) * 1e-6)
+
+
+def graph_us(fn, reps: int = 20, flush: bool = True) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    times = []
+    for _ in range(reps):
+        if flush:
+            FLUSH.zero_()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        g.replay()
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e3)
+    return statistics.median(times)
+
+
+def expected_active(ids: torch.Tensor) -> int:
+    return int(torch.unique(ids[ids >= 0]).numel())
+
+
+def with_format(model: ModelDescription, fmt: str) -> ModelDescription:
+    main = model.main_group.model_copy(update={"weight_quant": FORMATS[fmt]})
+    return model.model_copy(update={"layer_groups": (main,), "model": f"{model.model} ({fmt} experts)"})
+
+
+def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) -> str:
+    """One table row: correctness first, then the three timed paths."""
+    x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+    logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
+    bias = 0.1 * torch.randn(g.num_experts, device="cuda", generator=gen)
+    ids, w = route(g, logits, bias=bias)
+    y = layer(x, ids, w).float().clone()
+    rows = torch.randperm(t, device="cuda", generator=gen)[: min(t, 256)]
+    ref = reference_moe(twin.quantized_input(x)[rows], ids[rows], w[rows], experts, g.activation)
+    d_twin = calc_diff(y, twin(x, ids, w).float())
+    d_ref = calc_diff(y[rows], ref)
+    assert torch.isfinite(y).all() and d_ref < 1e-3, (t, d_twin, d_ref)
+    call = layer.kernel_call(t)
+    kernel = _resolve(layer.dg, call.function)
+    buf = layer.buffer
+    ids64 = ids.long()
+    pre = getattr(layer.dg, "mega_moe_pre_dispatch_sm90", None)
+
+    def bare() -> None:
+        kernel(*call.args, **call.kwargs)
+
+    def dg_path() -> None:
+        pre(x, ids64, w, buf.x, buf.x_sf, buf.topk_idx, buf.topk_weights, t)
+        kernel(*call.args, **call.kwargs)
+
+    ours_us = graph_us(lambda: layer(x, ids, w))
+    bare_us = graph_us(bare)
+    dg_us = graph_us(dg_path) if pre is not None else float("nan")
+    act = expected_active(ids)
+    floor = act * g.expert_weight_bytes() / bw * 1e6
+    return (
+        f"{t:5d} {act:7d} {d_twin:9.2e} {d_ref:9.2e} {ours_us:8.1f} {bare_us:9.1f} {dg_us:8.1f} "
+        f"{ours_us / bare_us:9.3f} {ours_us / dg_us:7.3f} {floor:9.1f} {bare_us / floor:10.2f}"
+    )
+
+
+def run_case(model_id: str, fmt: str, bw: float, max_tokens: int) -> None:
+    model = with_format(resolve_model(model_id), fmt)
+    dep, origin = build_deployment(DeploymentFlags(device="local", max_num_batched_tokens=max_tokens))
+    sw, _ = resolve_software(None, "local")
+    decision = decide(model, dep, sw, advisories=load_advisories())
+    main = decision.main
+    print(f"\n== {model.model}: {origin}; oracle chose {main.chosen.spec.key if main.chosen else None}")
+    if main.chosen is None:
+        for c in main.candidates[:3]:
+            print("   ", c.spec.key, [r.code.value for r in c.failures])
+        return
+    g = main.group
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
+    experts = quantize_experts(w13.cuda(), w2.cuda(), g.weight_quant)
+    del w13, w2
+    layer = build_layer_for_decision(decision, experts=experts, device="cuda", max_tokens_per_rank=max_tokens)
+    twin = build_layer("emulation:" + main.chosen.spec.variant, layer.config, experts)
+    print(
+        f"{'T':>5} {'experts':>7} {'diff/twin':>9} {'diff/ref':>9} {'ours us':>8} {'kernel us':>9} {'DG pre+k':>8} "
+        f"{'ours/kern':>9} {'ours/DG':>7} {'HBM floor':>9} {'kern/floor':>10}"
+    )
+    for t in TOKENS:
+        print(measure(layer, twin, experts, g, t, gen, bw))
+    weight_prep(main.chosen.spec, experts, bw)
+    torch.cuda.empty_cache()
+
+
+def weight_prep(spec, experts, bw: float) -> None:
+    mod = importlib.import_module(spec.runtime.split(":")[0].rsplit(".", 1)[0] + ".weights")
+    tensors = (experts.w13, experts.w2, experts.w13_scale, experts.w2_scale)
+    src_bytes = sum(t.numel() * t.element_size() for t in tensors)
+    for chunk in (8, 32):
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        kw = mod.to_kernel(experts, device="cuda", chunk_experts=chunk)
+        e.record()
+        e.synchronize()
+        us = s.elapsed_time(e) * 1e3
+        extra = torch.cuda.max_memory_allocated() - base
+        dst = kw.nbytes()
+        rate = (src_bytes + dst) / (us * 1e-6)
+        print(
+            f"weight prep {spec.variant} chunk {chunk:3d}: {us / 1e3:7.2f} ms for {src_bytes / 2**20:.0f} MiB "
+            f"-> {rate / 1e12:.2f} TB/s = {rate / bw:.2f} of copy; peak extra {extra / 2**20:.0f} MiB = "
+            f"{extra / dst:.2f} layers"
+        )
+        del kw
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--max-tokens", type=int, default=8192)
+    args = ap.parse_args()
+    bw = copy_bandwidth()
+    print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
+    for model_id, fmt in CASES:
+        run_case(model_id, fmt, bw, args.max_tokens)
+
+
+if __name__ == "__main__":
+    main()
