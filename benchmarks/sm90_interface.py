@@ -54,9 +54,9 @@ FLUSH = torch.empty(512 << 20, dtype=torch.uint8, device="cuda") if torch.cuda.i
 
 
 def copy_bandwidth() -> float:
-    a = torch.empty(1 << 31, dtype=torch.uint8, device="cuda").random_()
+    a = torch.randn(1 << 29, device="cuda")  # 2 GiB
     b = torch.empty_like(a)
-    return 2 * a.numel() / (graph_us(lambda: b.copy_(a), flush=False) * 1e-6)
+    return 2 * a.numel() * a.element_size() / (graph_us(lambda: b.copy_(a), flush=False) * 1e-6)
 
 
 def graph_us(fn, reps: int = 20, flush: bool = True) -> float:
@@ -103,14 +103,14 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) ->
     call = layer.kernel_call(t)
     kernel = _resolve(layer.dg, call.function)
     buf = layer.buffer
-    ids64 = ids.long()
+    ids32 = ids.int()  # DeepGEMM's pre-dispatch takes int32 ids
     pre = getattr(layer.dg, "mega_moe_pre_dispatch_sm90", None)
 
     def bare() -> None:
         kernel(*call.args, **call.kwargs)
 
     def dg_path() -> None:
-        pre(x, ids64, w, buf.x, buf.x_sf, buf.topk_idx, buf.topk_weights, t)
+        pre(x, ids32, w, buf.x, buf.x_sf, buf.topk_idx, buf.topk_weights, t)
         kernel(*call.args, **call.kwargs)
 
     ours_us = graph_us(lambda: layer(x, ids, w))
@@ -184,7 +184,10 @@ def main() -> None:
     bw = copy_bandwidth()
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
     for model_id, fmt in CASES:
-        run_case(model_id, fmt, bw, args.max_tokens)
+        try:
+            run_case(model_id, fmt, bw, args.max_tokens)
+        except Exception as exc:  # report and go on: one failing case must not hide the others
+            print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

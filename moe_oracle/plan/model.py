@@ -134,12 +134,9 @@ class Command:
 
 
 def _q(value: str) -> str:
-    """Shell-quote, but leave ``${VAR}`` placeholders expandable."""
-    if value.startswith("${") and value.endswith("}") and value[2:-1].replace("_", "").isalnum():
+    """Shell-quote, but leave ``${VAR}`` placeholders expandable (double quotes)."""
+    if "${" in value and not any(ch in value for ch in '"`\\'):
         return f'"{value}"'
-    if ":" in value and value.split(":", 1)[0].startswith("${"):
-        var, rest = value.split("}", 1)
-        return f'"{var}}}{rest}"'
     return shlex.quote(value)
 
 

@@ -567,21 +567,26 @@ def aiter_capacities(mtpr: int, experts_per_rank: int, *, engine: str) -> list[i
     return caps
 
 
-def derive_mori_heap(*, shape: Shape, ep: int, capacities: list[int]) -> Derived:
-    """``MORI_SHMEM_HEAP_SIZE``: the InferenceX measurement scaled to this shape, x1.25, >= 8 GiB."""
+def derive_mori_heap(*, runtimes: list[tuple[Shape, list[int]]], ep: int) -> Derived:
+    """``MORI_SHMEM_HEAP_SIZE`` for every MegaMoEV2 runtime of a process (one per shape and capacity).
+
+    The InferenceX measurement scaled to each runtime, summed, x1.25, rounded up to whole GiB,
+    and at least vLLM's 8 GiB default.
+    """
     ref = HEAP_REFERENCE
     ref_product = ref["ep"] * ref["max_tok_per_rank"] * ref["topk"] * ref["hidden"]
-    per_cap = [
-        HEAP_REFERENCE_BYTES * Fraction(ep * c * shape.topk * shape.hidden, ref_product) for c in capacities
-    ]
-    need = sum(per_cap, Fraction(0))
+    need = Fraction(0)
+    parts = []
+    for shape, capacities in runtimes:
+        for c in capacities:
+            need += HEAP_REFERENCE_BYTES * Fraction(ep * c * shape.topk * shape.hidden, ref_product)
+            parts.append(f"{ep}*{c}*{shape.topk}*{shape.hidden}")
     with_headroom = need * HEAP_HEADROOM
-    gib = ceil_div(with_headroom.numerator, (with_headroom.denominator * GiB))
+    gib = ceil_div(with_headroom.numerator, with_headroom.denominator * GiB)
     value = max(gib * GiB, HEAP_FLOOR_BYTES)
-    caps = " + ".join(f"{c}" for c in capacities)
     formula = (
-        f"max(8 GiB, ceil_GiB(1.25 * 7.73 GiB * ep*sum(max_tok_per_rank)*topk*H / (8*16384*6*4096))) = "
-        f"max(8 GiB, ceil_GiB(1.25 * 7.73 GiB * {ep}*({caps})*{shape.topk}*{shape.hidden} / {ref_product})) "
+        "max(8 GiB, ceil_GiB(1.25 * 7.73 GiB * sum over runtimes(ep*max_tok_per_rank*topk*H) / (8*16384*6*4096))) = "
+        f"max(8 GiB, ceil_GiB(1.25 * 7.73 GiB * ({' + '.join(parts)}) / {ref_product})) "
         f"= max(8 GiB, ceil_GiB({float(with_headroom) / GiB:.2f} GiB)) = {value // GiB}G"
     )
     return Derived(
@@ -592,9 +597,7 @@ def derive_mori_heap(*, shape: Shape, ep: int, capacities: list[int]) -> Derived
         formula=formula,
         inputs={
             "ep": ep,
-            "max_tok_per_rank capacities": list(capacities),
-            "topk": shape.topk,
-            "hidden": shape.hidden,
+            "runtimes (shape: max_tok_per_rank capacities)": "; ".join(f"{s.label()}: {caps}" for s, caps in runtimes),
             "reference": "7.73 GiB at EP8, 16384 tokens/rank (InferenceX DSv4 MI355X dep8 megamoe script)",
             "headroom": "x1.25 (as the InferenceX script)",
             "floor": "8 GiB (vLLM 0.33 all2all.py default for MegaMoEV2)",
@@ -630,9 +633,7 @@ def derive_sglang_token_cap(
         label="SGLang MegaMoE per-rank token cap",
         value=value,
         unit="tokens",
-        formula=(
-            f"ceil_align({part}, token_alignment={token_alignment}) = {required}{extra} -> {value}"
-        ),
+        formula=(f"ceil_align({part}, token_alignment={token_alignment}) = {required}{extra} -> {value}"),
         inputs={
             "chunked_prefill_size": chunked_prefill_size,
             "tp_size": tp_size,

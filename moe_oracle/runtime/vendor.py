@@ -63,6 +63,8 @@ def require_cuda_arch(*, key: str, majors: tuple[int, ...], device: str = "cuda"
         raise BackendUnavailableError(
             f"{key} runs on a CUDA device, not {device!r}.", fix="pass LayerConfig(device='cuda')."
         )
+    if dev.index is None:  # "cuda" means the current device
+        dev = torch.device("cuda", torch.cuda.current_device())
     major, minor = torch.cuda.get_device_capability(dev)
     if major not in majors:
         raise BackendUnavailableError(
@@ -80,6 +82,8 @@ def require_rocm_arch(*, key: str, prefix: str = "gfx95", device: str = "cuda", 
     if not torch.cuda.is_available() or not getattr(torch.version, "hip", None):
         raise BackendUnavailableError(f"{key} needs an AMD GPU ({prefix}x, ROCm torch); torch sees none.", fix=fix)
     dev = torch.device(device)
+    if dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
     arch = str(getattr(torch.cuda.get_device_properties(dev), "gcnArchName", "unknown"))
     if not arch.startswith(prefix):
         raise BackendUnavailableError(f"{key} needs a {prefix}x GPU (MI355X); this GPU is {arch}.", fix=fix)
