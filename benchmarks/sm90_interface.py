@@ -124,7 +124,7 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) ->
     )
 
 
-def run_case(model_id: str, fmt: str, bw: float, max_tokens: int) -> None:
+def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...]) -> None:
     model = with_format(resolve_model(model_id), fmt)
     dep, origin = build_deployment(DeploymentFlags(device="local", max_num_batched_tokens=max_tokens))
     sw, _ = resolve_software(None, "local")
@@ -146,7 +146,7 @@ def run_case(model_id: str, fmt: str, bw: float, max_tokens: int) -> None:
         f"{'T':>5} {'experts':>7} {'diff/twin':>9} {'diff/ref':>9} {'ours us':>8} {'kernel us':>9} {'DG pre+k':>8} "
         f"{'ours/kern':>9} {'ours/DG':>7} {'HBM floor':>9} {'kern/floor':>10}"
     )
-    for t in TOKENS:
+    for t in tokens:
         print(measure(layer, twin, experts, g, t, gen, bw))
     weight_prep(main.chosen.spec, experts, bw)
     torch.cuda.empty_cache()
@@ -180,12 +180,16 @@ def weight_prep(spec, experts, bw: float) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--max-tokens", type=int, default=8192)
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)), help="comma list of T")
+    ap.add_argument("--cases", default="all", help="comma list of indexes into CASES, or all")
     args = ap.parse_args()
+    tokens = tuple(int(t) for t in args.tokens.split(","))
+    cases = CASES if args.cases == "all" else tuple(CASES[int(i)] for i in args.cases.split(","))
     bw = copy_bandwidth()
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
-    for model_id, fmt in CASES:
+    for model_id, fmt in cases:
         try:
-            run_case(model_id, fmt, bw, args.max_tokens)
+            run_case(model_id, fmt, bw, args.max_tokens, tokens)
         except Exception as exc:  # report and go on: one failing case must not hide the others
             print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")
 

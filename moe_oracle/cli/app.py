@@ -26,6 +26,8 @@ class LazyGroup(click.Group):
         "probe": ("moe_oracle.cli.cmd_probe", "probe"),
         "list": ("moe_oracle.cli.cmd_list", "list_"),
         "accuracy": ("moe_oracle.cli.cmd_accuracy", "accuracy"),
+        "plan": ("moe_oracle.cli.cmd_plan", "plan"),
+        "serve": ("moe_oracle.cli.cmd_serve", "serve"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

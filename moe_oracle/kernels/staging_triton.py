@@ -42,6 +42,7 @@ def _stage_kernel(
     w_out_ptr,
     num_tokens,
     num_valid,
+    pad_to,
     hidden,
     stride_x,
     stride_out,
@@ -54,9 +55,21 @@ def _stage_kernel(
     GROUPS_PER_PROG: tl.constexpr,
     BLOCK_M: tl.constexpr,
     UE8M0: tl.constexpr,
+    PAD_BLOCK: tl.constexpr,
 ):
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
+    token_progs = tl.cdiv(num_tokens, BLOCK_M)
+    if pid_m >= token_progs:
+        # rows [num_tokens, pad_to) of the buffer: no token, id -1, weight 0 (the kernel reads them)
+        if pid_k == 0:
+            prow = num_tokens + (pid_m - token_progs) * PAD_BLOCK + tl.arange(0, PAD_BLOCK)
+            kk = tl.arange(0, TOPK_P2)
+            pmask = (prow < pad_to)[:, None] & (kk[None, :] < TOPK)
+            offs = prow[:, None] * TOPK + kk[None, :]
+            tl.store(ids_out_ptr + offs, tl.full((PAD_BLOCK, TOPK_P2), -1, tl.int64), mask=pmask)
+            tl.store(w_out_ptr + offs, tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32), mask=pmask)
+        return
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_tokens
     cols = pid_k * GROUPS_PER_PROG * GROUP + tl.arange(0, GROUPS_PER_PROG * GROUP)
@@ -113,6 +126,7 @@ def stage(
     recipe: str,
     routed_scaling_factor: float = 1.0,
     num_valid: int | None = None,
+    pad_to: int | None = None,
     block_m: int | None = None,
 ) -> None:
     """Quantize ``x`` and repack the routing into preallocated buffers (no allocation, no sync).
@@ -121,7 +135,9 @@ def stage(
     ``[T, H/128]``, four UE8M0 bytes each); ``out_sf`` may be a strided view (MN-major buffers).
     ``out_x`` is float8_e4m3fn ``[>=T, H]`` with unit column stride; ``out_ids`` int64 and ``out_w``
     fp32 ``[>=T, k]`` contiguous. Rows ``>= num_valid`` (default ``T``) and negative ids are
-    padding (id -1, weight 0).
+    padding (id -1, weight 0); with ``pad_to`` (the buffer's capacity) rows ``[T, pad_to)`` of
+    ``out_ids``/``out_w`` are written as padding too, as DeepGEMM's SM90 kernel expects (its own
+    ``mega_moe_pre_dispatch_sm90`` fills them the same way).
     """
     t, h = x.shape
     k = topk_ids.shape[1]
@@ -133,10 +149,12 @@ def stage(
         raise ValueError(f"unknown staging recipe {recipe!r}")
     if h % (group * 4):
         raise ValueError(f"hidden size {h} must be a multiple of {group * 4}")
-    if t == 0:
+    pad = max(t, pad_to or t)
+    if pad == 0:
         return
     bm = block_m or (1 if t < 64 else 4)
-    grid = (triton.cdiv(t, bm), triton.cdiv(h, group * groups_per_prog))
+    pad_block = 256
+    grid = (triton.cdiv(t, bm) + triton.cdiv(pad - t, pad_block), triton.cdiv(h, group * groups_per_prog))
     _stage_kernel[grid](
         x,
         out_x,
@@ -147,6 +165,7 @@ def stage(
         out_w,
         t,
         t if num_valid is None else num_valid,
+        pad,
         h,
         x.stride(0),
         out_x.stride(0),
@@ -159,5 +178,6 @@ def stage(
         GROUPS_PER_PROG=groups_per_prog,
         BLOCK_M=bm,
         UE8M0=ue8m0,
+        PAD_BLOCK=pad_block,
         num_warps=4,
     )

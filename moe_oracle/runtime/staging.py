@@ -105,7 +105,8 @@ def stage_inputs(
 
 
 def stage_into(buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | None = None) -> None:
-    """Copy staged tensors into the first ``T`` rows of the buffer's views (``buffer.x``, ``.x_sf``, ...).
+    """Copy staged tensors into the first ``T`` rows of the buffer's views (``buffer.x``, ``.x_sf``, ...)
+    and mark rows ``[T, capacity)`` of ``topk_idx``/``topk_weights`` as padding (-1 / 0).
 
     Views may have any strides (MN-major scale views included); nothing is allocated.
     """
@@ -118,6 +119,11 @@ def stage_into(buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | N
         if value.dtype != target.dtype and value.element_size() == target.element_size():
             value = value.view(target.dtype)
         target.copy_(value)
+    # rows past T: no token (id -1, weight 0); the kernels read the whole capacity
+    if "topk_idx" in staged and hasattr(buffer, "topk_idx"):
+        buffer.topk_idx[t:].fill_(-1)
+    if "topk_weights" in staged and hasattr(buffer, "topk_weights"):
+        buffer.topk_weights[t:].fill_(0)
 
 
 def _triton_stage() -> Any:
@@ -204,10 +210,11 @@ class StagingSpec:
                 topk_weights,
                 buffer.x[:t],
                 buffer.x_sf[:t],
-                buffer.topk_idx[:t],
-                buffer.topk_weights[:t],
+                buffer.topk_idx,
+                buffer.topk_weights,
                 recipe=self.triton_recipe,
                 routed_scaling_factor=routed_scaling_factor,
+                pad_to=int(buffer.topk_idx.shape[0]),
             )
             return t
         staged = self.stage(

@@ -51,3 +51,23 @@ def test_stage_padding_rows_and_scaling(recipe):
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     _run(32, 4096, 8, recipe, 2.5, 20, seed=7)
+
+
+@pytest.mark.parametrize("recipe", ["fp8_g128", "mxfp8"])
+def test_stage_pads_the_buffer_capacity(recipe):
+    """Rows [T, capacity) become id -1 / weight 0, as DeepGEMM's SM90 pre-dispatch leaves them."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from moe_oracle.kernels.staging_triton import stage
+
+    t, h, k, cap = 5, 4096, 6, 1000
+    x = torch.randn(t, h, device="cuda").bfloat16()
+    ids = torch.randint(0, 256, (t, k), device="cuda")
+    w = torch.rand(t, k, device="cuda")
+    ox = torch.empty(cap, h, device="cuda", dtype=torch.float8_e4m3fn)
+    osf = torch.empty(cap, h // 128, device="cuda", dtype=torch.float32 if recipe == "fp8_g128" else torch.int32)
+    oi = torch.zeros(cap, k, device="cuda", dtype=torch.int64)
+    ow = torch.ones(cap, k, device="cuda")
+    stage(x, ids, w, ox[:t], osf[:t], oi, ow, recipe=recipe, pad_to=cap)
+    assert torch.equal(oi[:t], ids) and torch.equal(ow[:t], w)
+    assert bool((oi[t:] == -1).all()) and bool((ow[t:] == 0).all())

@@ -1,0 +1,56 @@
+"""The SGLang 0.5.23 vocabulary moe-oracle emits: launch_server flags and environment variables.
+
+Checked statically against the 0.5.23 wheel by ``tests/engines/test_engine_vocabulary.py``:
+flags against the fields of ``sglang/srt/arg_groups/fields/*.py`` (CLI name ``--<field>`` plus
+aliases, ``no_cli`` fields excluded) and the ``add_argument`` calls of ``server_args.py``;
+environment variables against the ``Envs`` table of ``sglang/srt/environ.py``.
+
+SGLang 0.5.23 deprecates ``--enable-dp-attention`` (``server_args.py``: "Use --attn-dp-size
+<dp-size> instead of --dp-size <dp-size> --enable-dp-attention"), so plans use ``--attn-dp-size``.
+"""
+
+from __future__ import annotations
+
+VERSION = "0.5.23"
+
+LAUNCH = ("python3", "-m", "sglang.launch_server")
+
+LAUNCH_FLAGS: tuple[str, ...] = (
+    "--model-path",
+    "--tp-size",
+    "--attn-dp-size",
+    "--ep-size",
+    "--pp-size",
+    "--moe-a2a-backend",
+    "--chunked-prefill-size",
+    "--enable-eplb",
+    "--nnodes",
+    "--node-rank",
+    "--dist-init-addr",
+)
+
+MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe",)
+
+ENGINE_ENV: dict[str, str] = {
+    "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK": "8192",
+    "SGLANG_AMD_USE_FLYDSL_MEGA_MOE": "0",
+    "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR": "8192",
+}
+LIBRARY_ENV: dict[str, str] = {
+    "MORI_SHMEM_HEAP_SIZE": "read by MoRI (amd-mori) at mori.shmem init; SGLang's mega_moe_flydsl.py calls "
+    "shmem_torch_process_group_init without setting it (MoRI's own default heap is smaller than MegaMoEV2 needs)",
+}
+EMITTED_ENV: tuple[str, ...] = (
+    "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
+    "SGLANG_AMD_USE_FLYDSL_MEGA_MOE",
+    "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR",
+    "MORI_SHMEM_HEAP_SIZE",
+)
+
+DIST_INIT_PORT = 5000
+
+
+def check_argv(argv: list[str] | tuple[str, ...]) -> None:
+    unknown = [a for a in argv if a.startswith("--") and a not in LAUNCH_FLAGS]
+    if unknown:
+        raise AssertionError(f"SGLang plan emits flags outside the checked vocabulary: {unknown}")

@@ -1,0 +1,74 @@
+"""The vLLM 0.33.0 vocabulary moe-oracle emits: serve flags, their values, environment variables.
+
+Plans and the plug-in only emit names listed here, and ``tests/engines/test_engine_vocabulary.py``
+checks every one of them against the real package (the argument parser of
+``vllm/engine/arg_utils.py`` and ``vllm/entrypoints``, the ``environment_variables`` table of
+``vllm/envs.py``): installed when vLLM imports, otherwise statically from the 0.33.0 wheel.
+"""
+
+from __future__ import annotations
+
+VERSION = "0.33.0"
+
+#: ``vllm serve`` flags a plan may emit (``arg_utils.py`` EngineArgs.add_cli_args and
+#: ``entrypoints/common/cli_args.py`` for ``--headless``).
+SERVE_FLAGS: tuple[str, ...] = (
+    "--tensor-parallel-size",
+    "--data-parallel-size",
+    "--pipeline-parallel-size",
+    "--enable-expert-parallel",
+    "--max-num-batched-tokens",
+    "--moe-backend",
+    "--all2all-backend",
+    "--enable-eplb",
+    "--data-parallel-size-local",
+    "--data-parallel-start-rank",
+    "--data-parallel-address",
+    "--data-parallel-rpc-port",
+    "--headless",
+)
+
+#: ``--moe-backend`` values moe-oracle sets (members of ``vllm.config.kernel.MoEBackend``).
+MOE_BACKENDS: tuple[str, ...] = ("deep_gemm_mega_moe", "aiter_mega_moe")
+#: ``--all2all-backend`` values moe-oracle sets (``vllm.config.parallel.All2AllBackend``).
+ALL2ALL_BACKENDS: tuple[str, ...] = ("mori_high_throughput", "mori_low_latency")
+#: vLLM's default all2all backend: the plug-in treats it as "not chosen by the user".
+DEFAULT_ALL2ALL = "allgather_reducescatter"
+
+#: Environment variables of vLLM itself (``vllm/envs.py`` environment_variables) and their
+#: defaults as vLLM reads them ("1"/"0" for booleans).
+ENGINE_ENV: dict[str, str] = {
+    "VLLM_ROCM_USE_AITER": "0",
+    "VLLM_ROCM_USE_AITER_MOE": "1",
+    "VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION": "0",
+}
+#: Variables read by a library, which vLLM sets or reads by name in its own sources.
+LIBRARY_ENV: dict[str, str] = {
+    "MORI_SHMEM_HEAP_SIZE": "vllm/distributed/device_communicators/all2all.py (os.environ.setdefault before "
+    "mori.shmem init)",
+}
+EMITTED_ENV: tuple[str, ...] = ("VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_MOE", "MORI_SHMEM_HEAP_SIZE")
+
+#: ``MODELS_CONFIG_MAP`` entries the plug-in wraps: DeepSeek V4 and GLM MoE architectures.
+DSV4_ARCHITECTURES: tuple[str, ...] = (
+    "DeepseekV4ForCausalLM",
+    "DeepseekV41ForCausalLM",
+    "DeepseekV4ForConditionalGeneration",
+)
+GLM_ARCHITECTURES: tuple[str, ...] = (
+    "GlmMoeDsaForCausalLM",
+    "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "Glm5NextForCausalLM",
+    "Glm5NextForConditionalGeneration",
+)
+HOOKED_ARCHITECTURES: tuple[str, ...] = DSV4_ARCHITECTURES + GLM_ARCHITECTURES
+
+DEFAULT_RPC_PORT = 13345
+
+
+def check_argv(argv: list[str] | tuple[str, ...]) -> None:
+    """Raise if an argv uses a flag outside :data:`SERVE_FLAGS` (a guard against drift)."""
+    unknown = [a for a in argv if a.startswith("--") and a not in SERVE_FLAGS]
+    if unknown:
+        raise AssertionError(f"vLLM plan emits flags outside the checked vocabulary: {unknown}")

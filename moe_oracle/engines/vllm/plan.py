@@ -1,0 +1,184 @@
+"""vLLM 0.33.0 launch plans: ``vllm serve`` argv, environment and derived quantities.
+
+Parallel flags map one to one (``--tensor-parallel-size``, ``--data-parallel-size``,
+``--pipeline-parallel-size``); expert parallelism in vLLM is all-or-nothing
+(``--enable-expert-parallel`` makes the EP group every TP x DP rank), so the oracle's ``ep``
+must be 1 or ``tp*dp``. A fused backend is selected only by ``--moe-backend`` (vLLM 0.33's
+``auto`` never picks one, vllm-0.33.md §0); AITER MegaMoEV2 also needs a MoRI all2all
+backend, ``VLLM_ROCM_USE_AITER=1 VLLM_ROCM_USE_AITER_MOE=1`` and a MoRI heap that holds its
+buffers (§3.1, §3.2). Servers spanning several nodes use vLLM's multi-node data parallel
+(``--data-parallel-size-local``/``--data-parallel-address``/``--data-parallel-start-rank``,
+``--headless`` on the non-head nodes).
+"""
+
+from __future__ import annotations
+
+from moe_oracle.engines.vllm import flags as F
+from moe_oracle.errors import BadInputError
+from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
+from moe_oracle.plan.model import Command, Layout
+from moe_oracle.plan.resources import (
+    Derived,
+    aiter_capacities,
+    derive_aiter_mtpr,
+    derive_deepgemm,
+    derive_mori_heap,
+)
+from moe_oracle.spec.deployment import Deployment
+from moe_oracle.spec.units import format_size, parse_size
+
+TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"
+
+
+def check_layout(dep: Deployment) -> None:
+    par, topo = dep.parallel, dep.topology
+    group = par.tp * par.dp
+    if par.ep not in (1, group):
+        raise BadInputError(
+            f"--ep {par.ep}: vLLM's expert-parallel group is every TP x DP rank (tp*dp={group}) or none",
+            fix=f"use --ep {group} (--enable-expert-parallel) or --ep 1.",
+        )
+    per_dp = par.tp * par.pp
+    ranks = group * par.pp
+    if ranks > topo.gpus_per_node and topo.gpus_per_node % per_dp:
+        raise BadInputError(
+            f"tp*pp={per_dp} does not divide the {topo.gpus_per_node} GPUs of a node; the plan places whole "
+            "data-parallel ranks on each node",
+            fix="choose --tp/--pp that divide --gpus-per-node.",
+        )
+
+
+def router_hint(count: int, layout: Layout) -> str:
+    return (
+        f"Run the {count} replicas as independent vLLM servers ({layout.label()} each, port 8000 on each "
+        "replica's first node) and put an OpenAI-compatible load balancer or router in front of them "
+        "(e.g. vllm-router, or any HTTP round-robin balancer), sending each replica 1/"
+        f"{count} of the requests. Do not join them with --data-parallel-address: one DP group would "
+        "make the EP group cross the domain again. (This is the 2-node layout of the SM90 mega-MoE "
+        "measurement: two DP8+EP8 replicas, half the requests each.)"
+    )
+
+
+def _placeholder(replica: int, replicas: int) -> tuple[str, str]:
+    name = "HEAD_NODE_IP" if replicas == 1 else f"REPLICA{replica}_HEAD_IP"
+    what = "address of the first node" + ("" if replicas == 1 else f" of replica {replica}")
+    return name, f"{what} (reachable from the other nodes; vLLM --data-parallel-address)"
+
+
+def build(ctx: PlanContext) -> EngineParts:
+    dep = ctx.deployment
+    par, topo = dep.parallel, dep.topology
+    notes: list[str] = []
+    derived: list[Derived] = []
+    env: dict[str, str] = {}
+    argv = ["vllm", "serve", ctx.model_arg, "--tensor-parallel-size", str(par.tp), "--data-parallel-size", str(par.dp)]
+    if par.pp > 1:
+        argv += ["--pipeline-parallel-size", str(par.pp)]
+    if par.ep > 1:
+        argv.append("--enable-expert-parallel")
+    argv += ["--max-num-batched-tokens", str(par.max_num_batched_tokens)]
+    all2all = par.all2all_backend
+    shapes = distinct_shapes(ctx.decision)
+    if ctx.backend == "deep_gemm_mega_moe":
+        argv += ["--moe-backend", "deep_gemm_mega_moe"]
+        fuse_env = ctx.user_env.get("VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION", "0")
+        fuse = fuse_env in ("", "0") and par.pp == 1
+        for shape in shapes:
+            derived += derive_deepgemm(
+                flavour="vllm-sm100",
+                shape=shape,
+                ranks=par.ep,
+                tokens_per_rank=par.max_num_batched_tokens,
+                tokens_origin=TOKENS_ORIGIN,
+                fuse_shared=fuse,
+                env=ctx.user_env,
+            )
+        notes.append(
+            "vLLM 0.33 never resolves --moe-backend auto to deep_gemm_mega_moe; the explicit flag selects it "
+            "(moe-oracle's vLLM plug-in does the same for auto, after the same checks)."
+        )
+        if fuse and any(s.shared_experts for s in shapes):
+            notes.append(
+                "DeepSeek V4's shared expert is fused into the DeepGEMM launch (TP=1 or sequence parallel, and "
+                "VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION unset): one extra combine slot per token."
+            )
+        if all2all:
+            notes.append(f"--all2all-backend {all2all} is kept; the native mega path does its own dispatch/combine.")
+    elif ctx.backend == "aiter_mega_moe":
+        argv += ["--moe-backend", "aiter_mega_moe"]
+        if all2all not in F.ALL2ALL_BACKENDS:
+            all2all = "mori_high_throughput"
+            notes.append(
+                "--all2all-backend mori_high_throughput: AITER MegaMoE runs on MoRI shmem "
+                "(vLLM: 'add --all2all-backend mori_high_throughput')."
+            )
+        env["VLLM_ROCM_USE_AITER"] = "1"
+        env["VLLM_ROCM_USE_AITER_MOE"] = "1"
+        mtpr_d = derive_aiter_mtpr(par.max_num_batched_tokens, TOKENS_ORIGIN, engine="vllm")
+        derived.append(mtpr_d)
+        heap = derive_mori_heap(
+            runtimes=[(sh, aiter_capacities(mtpr_d.value, sh.experts // par.ep, engine="vllm")) for sh in shapes],
+            ep=par.ep,
+        )
+        derived.append(heap)
+        heap_total = heap.value
+        user_heap = ctx.user_env.get("MORI_SHMEM_HEAP_SIZE")
+        user_bytes = parse_size(user_heap) if user_heap else None
+        if user_heap and user_bytes is not None and user_bytes >= heap_total:
+            env["MORI_SHMEM_HEAP_SIZE"] = user_heap
+            notes.append(
+                f"MORI_SHMEM_HEAP_SIZE={user_heap} from your environment is kept (computed: {format_size(heap_total)})."
+            )
+        else:
+            env["MORI_SHMEM_HEAP_SIZE"] = format_size(heap_total)
+        notes.append(
+            "MegaMoEV2 sizes one runtime per distinct shape and capacity; the mtp layer group only builds one "
+            "when speculative decoding (--speculative-config) is on, and shares it when its shape is equal."
+        )
+    if all2all:
+        argv += ["--all2all-backend", all2all]
+    if par.eplb:
+        argv.append("--enable-eplb")
+    total = per_rank_total(derived, dep.device.memory_gib)
+    if total is not None:
+        derived.append(total)
+    if ctx.backend is None:
+        notes.append("No --moe-backend: vLLM's default (auto) path serves the MoE layers; see the reasons above.")
+        if dep.device.vendor.value == "amd":
+            notes.append(
+                "On ROCm, vLLM's AITER MoE kernels are used only with VLLM_ROCM_USE_AITER=1 "
+                "(the rocm/vllm image does not set it)."
+            )
+
+    commands: list[Command] = []
+    placeholders: dict[str, str] = {}
+    nodes = topo.nodes
+    per_dp = par.tp * par.pp
+    for replica in range(ctx.replicas):
+        if nodes == 1:
+            where = "any node" if ctx.replicas == 1 else f"replica {replica}: its node"
+            commands.append(Command(tuple(argv), tuple(env.items()), replica=replica, node_rank=0, where=where))
+            continue
+        name, what = _placeholder(replica, ctx.replicas)
+        placeholders[name] = what
+        dp_local = topo.gpus_per_node // per_dp
+        for rank in range(nodes):
+            extra = [
+                "--data-parallel-size-local",
+                str(dp_local),
+                "--data-parallel-address",
+                "${" + name + "}",
+                "--data-parallel-rpc-port",
+                str(F.DEFAULT_RPC_PORT),
+            ]
+            if rank > 0:
+                extra += ["--data-parallel-start-rank", str(rank * dp_local), "--headless"]
+            where = f"node {rank}" if ctx.replicas == 1 else f"replica {replica}, node {rank}"
+            if rank == 0:
+                where += " (head: serves the API)"
+            commands.append(
+                Command(tuple(argv + extra), tuple(env.items()), replica=replica, node_rank=rank, where=where)
+            )
+    for cmd in commands:
+        F.check_argv(cmd.argv)
+    return EngineParts(commands=commands, derived=derived, notes=notes, placeholders=placeholders, version=F.VERSION)

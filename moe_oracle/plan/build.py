@@ -1,0 +1,349 @@
+"""Build a :class:`LaunchPlan` from deployment flags: decide, propose replicas, hand off to the engine.
+
+The decision is :func:`moe_oracle.selection.decide` with the target engine's semantics. When
+the requested expert-parallel group crosses an NVLink/XGMI domain, the same model is decided
+again on one domain-sized replica (e.g. DP8+EP8 instead of DP16+EP16); the replica layout is
+adopted when it runs a fused backend that the requested layout cannot (seeds/000: two DP8+EP8
+replicas behind a router), and shown as the considered alternative otherwise.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from moe_oracle.errors import BadInputError, OverrideRefusedError
+from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.model.types import ModelDescription, layer_span
+from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
+from moe_oracle.plan.resources import Derived, Shape
+from moe_oracle.rules import Engine, ReasonCode
+from moe_oracle.selection import Decision, Override, decide
+from moe_oracle.software.types import SoftwareProfile
+from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
+
+#: The engine release each plan targets by default (a named software profile).
+RELEASE_PROFILE = {Engine.VLLM: "vllm-0.33.0", Engine.SGLANG: "sglang-0.5.23"}
+PLAN_ENGINES = (Engine.VLLM, Engine.SGLANG)
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    model: str
+    flags: DeploymentFlags
+    engine: Engine
+    software: str | None = None
+    override: str | None = None
+    allow_fallback: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    advisories: str | None = None
+
+
+@dataclass
+class PlanContext:
+    """What an engine needs to write its commands for one server (one replica)."""
+
+    model_arg: str
+    description: ModelDescription
+    decision: Decision
+    deployment: Deployment
+    replicas: int
+    backend: str | None
+    variant: str | None
+    user_env: dict[str, str]
+
+
+@dataclass
+class EngineParts:
+    commands: list[Command]
+    derived: list[Derived]
+    notes: list[str]
+    placeholders: dict[str, str]
+    version: str
+
+
+def distinct_shapes(decision: Decision) -> list[Shape]:
+    """One entry per distinct MoE shape among the layer groups (equal shapes share one buffer)."""
+    found: dict[tuple[int, int, int, int, int], list[str]] = {}
+    for g in decision.groups:
+        grp = g.group
+        key = (grp.num_experts, grp.top_k, grp.hidden_size, grp.moe_intermediate_size, grp.num_shared_experts)
+        found.setdefault(key, []).append(grp.name)
+    return [Shape(e, k, h, i, s, tuple(names)) for (e, k, h, i, s), names in found.items()]
+
+
+def per_rank_total(derived: list[Derived], hbm_gib: float) -> Derived | None:
+    """Sum of the symmetric buffers one rank allocates, against its HBM."""
+    parts = [d for d in derived if d.key in ("deepgemm_symm_buffer_bytes", "mori_shmem_heap_bytes")]
+    if not parts:
+        return None
+    total = sum(d.value for d in parts)
+    return Derived(
+        key="symm_buffer_total_bytes",
+        label="Symmetric memory per rank (all buffers / heaps above)",
+        value=total,
+        unit="bytes",
+        formula=" + ".join(str(d.value) for d in parts) + f" = {total} ({total / (hbm_gib * (1 << 30)):.1%} of HBM)",
+        inputs={"buffers": len(parts), "hbm_gib": hbm_gib},
+        source="one buffer per distinct (E, top-k, H, I) shape: the engines cache buffers by shape; the HBM "
+        "share is what the KV cache and weights no longer get",
+    )
+
+
+def engine_module(engine: Engine) -> Any:
+    if engine not in PLAN_ENGINES:
+        raise BadInputError(f"--engine {engine.value} has no launch plan", fix="use --engine vllm or --engine sglang.")
+    return importlib.import_module(f"moe_oracle.engines.{engine.value}.plan")
+
+
+def resolve_plan_software(name: str | None, device: str, engine: Engine) -> tuple[SoftwareProfile, str]:
+    """Plans default to the engine's release profile (local devices: what is installed)."""
+    if name is None and device.strip().lower() != "local":
+        profile, _ = resolve_software(RELEASE_PROFILE[engine], device)
+        return profile, f"default for --engine {engine.value}"
+    return resolve_software(name, device)
+
+
+def _model_arg(source: str, description: ModelDescription) -> str:
+    path = Path(source)
+    if path.suffix.lower() == ".json" and path.is_file():
+        return str(path.parent) if path.name == "config.json" else description.model
+    return source
+
+
+def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
+    """One domain-sized replica of ``dep`` and how many of them cover its ranks, or why not."""
+    par, topo = dep.parallel, dep.topology
+    domain = topo.effective_domain
+    group = par.tp * par.dp
+    if par.ep != group:
+        return f"ep={par.ep} is not tp*dp={group} (replicas are planned for pure expert parallelism)"
+    if par.pp != 1:
+        return "pipeline parallelism is on (each replica would need its own pipeline)"
+    if domain < topo.gpus_per_node:
+        return f"the {domain}-GPU domain is smaller than a {topo.gpus_per_node}-GPU node"
+    if domain % par.tp or group % domain:
+        return f"tp={par.tp} and tp*dp={group} do not split into {domain}-GPU domains"
+    dp_r = domain // par.tp
+    count = group // domain
+    nodes_r = -(-domain // topo.gpus_per_node)
+    replica = Deployment(
+        device=dep.device,
+        topology=Topology(gpus_per_node=topo.gpus_per_node, nodes=nodes_r, domain_size=topo.domain_size),
+        parallel=Parallelism(
+            tp=par.tp,
+            dp=dp_r,
+            ep=par.tp * dp_r,
+            pp=1,
+            max_num_batched_tokens=par.max_num_batched_tokens,
+            all2all_backend=par.all2all_backend,
+            eplb=par.eplb,
+        ),
+        env=dict(dep.env),
+    )
+    return replica, count
+
+
+def global_choice(decision: Decision) -> tuple[str | None, str | None, str | None]:
+    """(backend, variant, why-not): engines apply one MoE backend to every MoE layer of a model."""
+    chosen = [(g.group.name, g.chosen) for g in decision.groups]
+    missing = [name for name, c in chosen if c is None]
+    if missing:
+        g = next(g for g in decision.groups if g.chosen is None)
+        return (
+            None,
+            None,
+            f"no fused mega-MoE backend is eligible for layer group(s) {', '.join(missing)}: "
+            + (_first_reasons(g.candidates)),
+        )
+    backends = {c.spec.backend for _, c in chosen if c is not None}
+    if len(backends) > 1:
+        picks = ", ".join(f"{name}: {c.spec.key}" for name, c in chosen if c is not None)
+        return None, None, f"layer groups want different backends ({picks}); the engine takes one for all layers"
+    first = chosen[0][1]
+    assert first is not None
+    variants = {c.spec.variant for _, c in chosen if c is not None}
+    return first.spec.backend, first.spec.variant if len(variants) == 1 else ",".join(sorted(variants)), None
+
+
+def _first_reasons(candidates: Any) -> str:
+    """The most relevant rejection: the candidates not rejected for architecture alone."""
+    same_arch = [c for c in candidates if c.failures and c.failures[0].code is not ReasonCode.ARCH_UNSUPPORTED]
+    pool = same_arch or list(candidates)
+    parts = []
+    for c in pool[:3]:
+        if c.failures:
+            parts.append(f"{c.spec.key} [{c.failures[0].code.value}] {c.failures[0].message}")
+    return "; ".join(parts) or "no candidate"
+
+
+def _rejected(decision: Decision) -> list[dict[str, Any]]:
+    main = decision.main
+    out = []
+    for c in main.candidates:
+        if c.eligible or c is main.chosen:
+            continue
+        out.append(
+            {
+                "candidate": c.spec.key,
+                "codes": [r.code.value for r in c.failures],
+                "reasons": [{"code": r.code.value, "message": r.message, "fix": r.remediation} for r in c.failures],
+            }
+        )
+    return out
+
+
+def _groups(decision: Decision) -> list[dict[str, Any]]:
+    return [
+        {
+            "name": g.group.name,
+            "role": g.group.role,
+            "layers": layer_span(g.group.layers),
+            "chosen": None if g.chosen is None else g.chosen.spec.key,
+            "fallback": g.fallback,
+        }
+        for g in decision.groups
+    ]
+
+
+def _domain_reasons(decision: Decision) -> list[str]:
+    """EP_EXCEEDS_DOMAIN lines, for candidates built for this GPU first (others only if none is)."""
+    lines, other = [], []
+    for c in decision.main.candidates:
+        for r in c.failures:
+            if r.code is ReasonCode.EP_EXCEEDS_DOMAIN:
+                line = f"{c.spec.key}: [{r.code.value}] {r.message}"
+                same_arch = c.failures[0].code is not ReasonCode.ARCH_UNSUPPORTED
+                (lines if same_arch else other).append(line)
+                break
+    return lines or other
+
+
+def build_plan(req: PlanRequest) -> LaunchPlan:
+    from moe_oracle.advisories import load_advisories
+    from moe_oracle.model.resolve import resolve_model
+    from moe_oracle.record import decision_to_json
+
+    eng = engine_module(req.engine)
+    description = resolve_model(req.model)
+    deployment, _ = build_deployment(req.flags, req.env)
+    software, sw_origin = resolve_plan_software(req.software, req.flags.device, req.engine)
+    eng.check_layout(deployment)
+    advisories = load_advisories(req.advisories)
+    override = Override.parse(req.override) if req.override else None
+
+    def run(dep: Deployment) -> Decision:
+        return decide(
+            description,
+            dep,
+            software,
+            engine=req.engine,
+            override=override,
+            allow_fallback=req.allow_fallback,
+            advisories=advisories,
+        )
+
+    crossing = deployment.parallel.ep > deployment.topology.effective_domain
+    refused: OverrideRefusedError | None = None
+    decision: Decision | None = None
+    try:
+        decision = run(deployment)
+    except OverrideRefusedError as exc:
+        if not crossing:
+            raise
+        refused = exc
+
+    replica_plan: ReplicaPlan | None = None
+    active, active_dep, replicas = decision, deployment, 1
+    if crossing:
+        rep = replica_deployment(deployment)
+        requested_layout = Layout.of(deployment)
+        refused_reasons = _domain_reasons(decision) if decision is not None else [refused.message] if refused else []
+        refused_fp = decision_to_json(decision, advisories, sw_origin)["fingerprint"] if decision else ""
+        if isinstance(rep, str):
+            if refused is not None:
+                raise refused
+            replica_plan = None
+            why = rep
+        else:
+            rep_dep, count = rep
+            why = ""
+            try:
+                rep_decision = run(rep_dep)
+            except OverrideRefusedError:
+                if refused is not None:
+                    raise refused from None
+                rep_decision = None
+            if rep_decision is not None:
+                rep_backend, _, rep_why = global_choice(rep_decision)
+                cur_backend = global_choice(decision)[0] if decision is not None else None
+                adopt = rep_backend is not None and cur_backend is None
+                replica_plan = ReplicaPlan(
+                    count=count,
+                    layout=Layout.of(rep_dep),
+                    requested=requested_layout,
+                    router_hint=eng.router_hint(count, Layout.of(rep_dep)),
+                    refused_reasons=refused_reasons,
+                    refused_fingerprint=refused_fp,
+                    adopted=adopt,
+                    why_not=[] if adopt else [rep_why or "the requested layout already runs a fused backend"],
+                )
+                if adopt:
+                    active, active_dep, replicas = rep_decision, rep_dep, count
+            if refused is not None and replicas == 1:
+                raise refused
+        if replica_plan is None and why:
+            replica_plan = ReplicaPlan(
+                count=0,
+                layout=requested_layout,
+                requested=requested_layout,
+                router_hint="",
+                refused_reasons=refused_reasons,
+                refused_fingerprint=refused_fp,
+                adopted=False,
+                why_not=[f"no domain-sized replica layout: {why}"],
+            )
+    assert active is not None
+    backend, variant, why_not = global_choice(active)
+    doc = decision_to_json(active, advisories, sw_origin)
+    ctx = PlanContext(
+        model_arg=_model_arg(req.model, description),
+        description=description,
+        decision=active,
+        deployment=active_dep,
+        replicas=replicas,
+        backend=backend,
+        variant=variant,
+        user_env=dict(req.env),
+    )
+    parts: EngineParts = eng.build(ctx)
+    warnings = list(active.warnings)
+    notes = list(parts.notes)
+    return LaunchPlan(
+        engine=req.engine.value,
+        engine_version=parts.version,
+        model=description.model,
+        architecture=description.architecture,
+        device=deployment.device.name,
+        arch=deployment.device.arch.value,
+        software=software.name,
+        software_origin=sw_origin,
+        requested=Layout.of(deployment),
+        layout=Layout.of(active_dep),
+        backend=backend,
+        variant=variant,
+        groups=_groups(active),
+        rejected=_rejected(active),
+        commands=parts.commands,
+        derived=parts.derived,
+        replicas=replica_plan,
+        notes=notes,
+        warnings=warnings,
+        placeholders=parts.placeholders,
+        fingerprint=doc["fingerprint"],
+        override=None if override is None else str(override),
+        decision=doc,
+        default_command_reason=why_not,
+    )

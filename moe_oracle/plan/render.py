@@ -1,0 +1,169 @@
+"""Plain-text and Markdown renderings of a :class:`LaunchPlan` (copy-paste friendly, no wrapping)."""
+
+from __future__ import annotations
+
+from moe_oracle.plan.model import LaunchPlan
+from moe_oracle.plan.resources import Derived
+
+
+def _engine_name(plan: LaunchPlan) -> str:
+    return {"vllm": "vLLM", "sglang": "SGLang"}.get(plan.engine, plan.engine) + f" {plan.engine_version}"
+
+
+def headline(plan: LaunchPlan) -> str:
+    req = plan.requested
+    world = req.nodes * req.gpus_per_node
+    where = f"{req.nodes} x {req.gpus_per_node}" if req.nodes > 1 else f"{world}"
+    return f"{plan.model} on {where} x {plan.device} ({plan.arch}) with {_engine_name(plan)}"
+
+
+def summary_lines(plan: LaunchPlan) -> list[str]:
+    out = []
+    if plan.fused:
+        out.append(f"Fused backend: {plan.backend} ({plan.variant}) for every MoE layer group.")
+    else:
+        out.append("Fused backend: none eligible; the plan is the engine's default command.")
+        if plan.default_command_reason:
+            out.append(f"  why: {plan.default_command_reason}")
+    rep = plan.replicas
+    if rep is not None:
+        if rep.adopted:
+            out.append(
+                f"Layout: {rep.count} replicas of {rep.layout.label()} (one per NVLink/XGMI domain) instead of the "
+                f"requested {rep.requested.label()}, which crosses the {rep.requested.domain_size}-GPU domain."
+            )
+        else:
+            out.append(f"Layout: {plan.layout.label()} as requested (replicas considered, not adopted).")
+    else:
+        out.append(f"Layout: {plan.layout.label()}, {plan.layout.nodes} node(s) x {plan.layout.gpus_per_node} GPUs.")
+    out.append(
+        f"Software profile: {plan.software} ({plan.software_origin}); decision fingerprint {plan.fingerprint}"
+        + (f"; override --moe-backend {plan.override}" if plan.override else "")
+    )
+    return out
+
+
+def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list[str]:
+    out = []
+    for g in plan.groups:
+        chosen = g["chosen"] or "no fused backend"
+        out.append(f"layer group {g['name']} (layers {g['layers']}): {chosen}")
+    arch_only = [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
+    shown = [r for r in plan.rejected if r["candidate"] not in arch_only]
+    if shown or arch_only:
+        out.append(f"rejected for layer group {plan.groups[0]['name']}:")
+    for r in shown[:max_rejected]:
+        first = r["reasons"][0]
+        more = r["codes"][1:]
+        tail = f" (also: {', '.join(dict.fromkeys(more))})" if more else ""
+        out.append(f"  {r['candidate']}: [{first['code']}] {first['message']}{tail}")
+    if arch_only:
+        out.append(f"  ARCH_UNSUPPORTED only (built for another GPU): {', '.join(arch_only)}")
+    return out
+
+
+def replica_lines(plan: LaunchPlan) -> list[str]:
+    rep = plan.replicas
+    if rep is None:
+        return []
+    out = [
+        f"Requested layout {rep.requested.label()} on {rep.requested.nodes} node(s) is refused for every fused "
+        f"backend: expert parallelism crosses the {rep.requested.domain_size}-GPU NVLink/XGMI domain."
+    ]
+    for line in rep.refused_reasons[:4]:
+        out.append(f"  {line}")
+    if rep.refused_fingerprint:
+        out.append(f"  (decision for the requested layout: {rep.refused_fingerprint})")
+    if rep.adopted:
+        out.append(f"Replica plan: {rep.count} x {rep.layout.label()} ({rep.layout.nodes} node(s) each).")
+        out.append(f"Router: {rep.router_hint}")
+    else:
+        for why in rep.why_not:
+            if rep.count:
+                out.append(f"Replicas of {rep.layout.label()} were considered but not adopted: {why}")
+            else:
+                out.append(f"Replicas were not possible: {why}")
+    return out
+
+
+def derived_lines(d: Derived) -> list[str]:
+    out = [f"{d.label} = {d.display}"]
+    if d.env:
+        out.append(f"  sets: {d.env}")
+    out.append(f"  formula: {d.formula}")
+    ins = ", ".join(f"{k}={v}" for k, v in d.inputs.items())
+    out.append(f"  inputs: {ins}")
+    if d.terms:
+        out.append("  terms: " + ", ".join(f"{name} {value:,}" for name, value in d.terms if value))
+    out.append(f"  source: {d.source}")
+    if d.assumption:
+        out.append(f"  assumption: {d.assumption}")
+    return out
+
+
+def command_blocks(plan: LaunchPlan) -> list[tuple[str, str]]:
+    return [(cmd.where, cmd.shell()) for cmd in plan.commands]
+
+
+def render_text(plan: LaunchPlan) -> str:
+    lines = [f"# moe-oracle plan: {headline(plan)}", ""]
+    lines += summary_lines(plan)
+    for w in plan.warnings:
+        lines.append(f"warning: {w}")
+    lines += ["", "## Decision"]
+    lines += decision_lines(plan)
+    if plan.replicas is not None:
+        lines += ["", "## Expert parallelism across domains"]
+        lines += replica_lines(plan)
+    lines += ["", "## Launch"]
+    if plan.placeholders:
+        lines.append("Set first: " + "; ".join(f"{k} = {v}" for k, v in plan.placeholders.items()))
+    for where, shell in command_blocks(plan):
+        lines.append(f"# {where}")
+        lines.append(shell)
+    if plan.derived:
+        lines += ["", "## Derived quantities"]
+        for d in plan.derived:
+            lines += derived_lines(d)
+    if plan.notes:
+        lines += ["", "## Notes"]
+        lines += [f"- {n}" for n in plan.notes]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(plan: LaunchPlan, *, title: str, regenerate: str, comparison: list[str] | None = None) -> str:
+    lines = [
+        f"# {title}",
+        "",
+        f"<!-- generated by `{regenerate}`; do not edit by hand -->",
+        "",
+        f"**{headline(plan)}**",
+        "",
+    ]
+    lines += [f"- {s.strip()}" for s in summary_lines(plan)]
+    for w in plan.warnings:
+        lines.append(f"- warning: {w}")
+    lines += ["", "## Decision", "", "```text", *decision_lines(plan), "```"]
+    if plan.replicas is not None:
+        lines += ["", "## Expert parallelism across domains", "", "```text", *replica_lines(plan), "```"]
+    lines += ["", "## Launch", ""]
+    if plan.placeholders:
+        for k, v in plan.placeholders.items():
+            lines.append(f"- `{k}`: {v}")
+        lines.append("")
+    for where, shell in command_blocks(plan):
+        lines += [f"{where}:", "", "```bash", shell, "```", ""]
+    if plan.derived:
+        lines += ["## Derived quantities", "", "```text"]
+        for d in plan.derived:
+            lines += derived_lines(d)
+        lines += ["```", ""]
+    if plan.notes:
+        lines += ["## Notes", ""]
+        lines += [f"- {n}" for n in plan.notes]
+        lines.append("")
+    if comparison:
+        lines += ["## With `--software all`", ""]
+        lines += comparison
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"

@@ -1,0 +1,148 @@
+"""Every flag, value and environment variable a plan or the plug-in emits exists in the engine version.
+
+Static checks read the release wheels (vllm 0.33.0, sglang 0.5.23) without importing them, and
+skip when the wheels are not downloaded (CI). ``test_real_vllm.py`` checks the same names against
+the installed vLLM (its argument parser and ``vllm.envs``).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from moe_oracle.engines.sglang import flags as SF
+from moe_oracle.engines.vllm import flags as VF
+from tests.engines.wheels import Wheel, wheel_or_skip
+
+_ADD_ARGUMENT = re.compile(r"add_argument\(\s*((?:\"-[^\"]*\"\s*,\s*)+)")
+
+
+def _argparse_flags(source: str) -> set[str]:
+    found: set[str] = set()
+    for m in _ADD_ARGUMENT.finditer(source):
+        found.update(re.findall(r"\"(-[^\"]*)\"", m.group(1)))
+    return found
+
+
+def _literal(source: str, name: str) -> set[str]:
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    raise AssertionError(f"{name} not found")
+
+
+@pytest.fixture(scope="module")
+def vllm_wheel() -> Wheel:
+    return wheel_or_skip("vllm", VF.VERSION)
+
+
+@pytest.fixture(scope="module")
+def sglang_wheel() -> Wheel:
+    return wheel_or_skip("sglang", SF.VERSION)
+
+
+# --- vLLM 0.33.0 -----------------------------------------------------------------------------
+
+
+def test_vllm_wheel_version(vllm_wheel: Wheel) -> None:
+    assert re.search(r"version = '0\.33\.0'|__version__ = version = '0\.33\.0'", vllm_wheel.text("vllm/_version.py"))
+
+
+def test_vllm_serve_flags_exist(vllm_wheel: Wheel) -> None:
+    flags = _argparse_flags(vllm_wheel.text("vllm/engine/arg_utils.py"))
+    flags |= _argparse_flags(vllm_wheel.text("vllm/entrypoints/common/cli_args.py"))
+    missing = [f for f in VF.SERVE_FLAGS if f not in flags]
+    assert not missing, missing
+
+
+def test_vllm_backend_values_are_literal_members(vllm_wheel: Wheel) -> None:
+    moe = _literal(vllm_wheel.text("vllm/config/kernel.py"), "MoEBackend")
+    assert set(VF.MOE_BACKENDS) <= moe
+    a2a = _literal(vllm_wheel.text("vllm/config/parallel.py"), "All2AllBackend")
+    assert set(VF.ALL2ALL_BACKENDS) <= a2a and VF.DEFAULT_ALL2ALL in a2a
+    assert f'all2all_backend: All2AllBackend = "{VF.DEFAULT_ALL2ALL}"' in vllm_wheel.text("vllm/config/parallel.py")
+
+
+def test_vllm_environment_variables_exist(vllm_wheel: Wheel) -> None:
+    envs = set(re.findall(r"^\s*\"([A-Z][A-Z0-9_]+)\"\s*:", vllm_wheel.text("vllm/envs.py"), re.MULTILINE))
+    missing = [k for k in VF.ENGINE_ENV if k not in envs]
+    assert not missing, missing
+    # library variables vLLM sets or reads by name
+    for name, where in VF.LIBRARY_ENV.items():
+        path = where.split(" ", 1)[0]
+        assert name in vllm_wheel.text(path), (name, path)
+    assert set(VF.EMITTED_ENV) <= set(VF.ENGINE_ENV) | set(VF.LIBRARY_ENV)
+
+
+def test_vllm_hooked_architectures_exist(vllm_wheel: Wheel) -> None:
+    config_map = vllm_wheel.text("vllm/model_executor/models/config.py")
+    for arch in (*VF.DSV4_ARCHITECTURES, "GlmMoeDsaForCausalLM", "Glm5NextForCausalLM"):
+        assert f'"{arch}":' in config_map, arch
+    registry = vllm_wheel.text("vllm/model_executor/models/registry.py")
+    for arch in VF.HOOKED_ARCHITECTURES:
+        assert f'"{arch}"' in registry, arch
+    hook = vllm_wheel.text("vllm/config/vllm.py")
+    assert "MODELS_CONFIG_MAP.get(architecture" in hook and "cls.verify_and_update_config(self)" in hook
+
+
+# --- SGLang 0.5.23 ---------------------------------------------------------------------------
+
+
+def _sglang_cli_flags(wheel: Wheel) -> set[str]:
+    flags = _argparse_flags(wheel.text("sglang/srt/server_args.py"))
+    for name in wheel.glob("sglang/srt/arg_groups/fields/"):
+        tree = ast.parse(wheel.text(name))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+                continue
+            ann = node.annotation
+            if not (isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and ann.value.id == "A"):
+                continue
+            meta = ann.slice.elts[1] if isinstance(ann.slice, ast.Tuple) and len(ann.slice.elts) > 1 else None
+            cli_name = "--" + node.target.id.replace("_", "-")
+            aliases: list[str] = []
+            if isinstance(meta, ast.Call):
+                kw = {k.arg: k.value for k in meta.keywords}
+                if isinstance(kw.get("no_cli"), ast.Constant) and kw["no_cli"].value is True:
+                    continue
+                if isinstance(kw.get("cli_name"), ast.Constant):
+                    cli_name = kw["cli_name"].value
+                if isinstance(kw.get("aliases"), ast.List):
+                    aliases = [e.value for e in kw["aliases"].elts if isinstance(e, ast.Constant)]
+            flags.add(cli_name)
+            flags.update(aliases)
+    return flags
+
+
+def test_sglang_launch_flags_exist(sglang_wheel: Wheel) -> None:
+    flags = _sglang_cli_flags(sglang_wheel)
+    missing = [f for f in SF.LAUNCH_FLAGS if f not in flags]
+    assert not missing, missing
+    assert "sglang/launch_server.py" in sglang_wheel.names
+
+
+def test_sglang_dp_attention_flag_is_deprecated(sglang_wheel: Wheel) -> None:
+    src = sglang_wheel.text("sglang/srt/server_args.py")
+    at = src.index('"--enable-dp-attention"')
+    assert "DeprecatedStoreTrueAction" in src[at : at + 300] and "--attn-dp-size" in src[at : at + 300]
+
+
+def test_sglang_megamoe_is_an_a2a_backend(sglang_wheel: Wheel) -> None:
+    src = sglang_wheel.text("sglang/srt/arg_groups/fields/exec_.py")
+    at = src.index("moe_a2a_backend: A[")
+    assert '"megamoe"' in src[at : at + 600]
+
+
+def test_sglang_environment_variables_exist_with_their_defaults(sglang_wheel: Wheel) -> None:
+    src = sglang_wheel.text("sglang/srt/environ.py")
+    table = dict(re.findall(r"^\s+(SGLANG_[A-Z0-9_]+) = (Env\w+\([^)]*\))", src, re.MULTILINE))
+    for name, default in SF.ENGINE_ENV.items():
+        assert name in table, name
+        literal = table[name]
+        expected = {"0": "False", "1": "True"}.get(default, default) if literal.startswith("EnvBool") else default
+        assert f"({expected})" in literal, (name, literal)
+    mega = sglang_wheel.text("sglang/srt/arg_groups/mega_moe_hook.py")
+    assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK" in mega and "chunked_prefill_size" in mega
+    assert set(SF.EMITTED_ENV) <= set(SF.ENGINE_ENV) | set(SF.LIBRARY_ENV)

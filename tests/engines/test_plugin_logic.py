@@ -1,0 +1,268 @@
+"""The vLLM plug-in's pure logic (plain values in, decisions and mutations out), without vLLM."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import types
+from dataclasses import replace
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from moe_oracle.engines.vllm import plugin as P
+
+PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
+
+
+def hf(name: str, *, vllm_rewrite: bool = True) -> dict:
+    cfg = json.loads((PRESETS / name / "config.json").read_text())
+    qc = cfg.get("quantization_config")
+    if (
+        vllm_rewrite
+        and isinstance(qc, dict)
+        and cfg.get("model_type") == "deepseek_v4"
+        and qc.get("quant_method") == "fp8"
+    ):
+        qc["quant_method"] = "deepseek_v4_fp8"  # what DeepseekV4ForCausalLMConfig does in place
+    return cfg
+
+
+V4 = hf("deepseek-ai--DeepSeek-V4-Flash")
+GLM = hf("zai-org--GLM-5-FP8")
+
+
+def snap(**kw: object) -> P.VllmSnapshot:
+    base = {
+        "architecture": "DeepseekV4ForCausalLM",
+        "hf_config": V4,
+        "model": "deepseek-ai/DeepSeek-V4-Flash",
+        "dp": 8,
+        "enable_expert_parallel": True,
+        "device": "b200",
+        "arch": "sm100",
+        "platform": "CudaPlatform NVIDIA B200",
+        "all2all_backend": "allgather_reducescatter",
+    }
+    base.update(kw)
+    return P.VllmSnapshot(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("value", "on"), [(None, True), ("1", True), ("0", False), ("false", False), ("OFF", False)])
+def test_switch(value: str | None, on: bool) -> None:
+    env = {} if value is None else {P.ENV_SWITCH: value}
+    assert P.enabled(env) is on
+
+
+def test_normalize_undoes_vllm_quant_rewrite() -> None:
+    out = P._normalize_hf(V4)
+    assert out["quantization_config"]["quant_method"] == "fp8"
+    assert V4["quantization_config"]["quant_method"] == "deepseek_v4_fp8"  # input untouched
+
+
+def test_snapshot_inputs_translate_parallel_config() -> None:
+    desc, dep, sw = P.snapshot_inputs(snap(dp=16, dp_local=8, nnodes=2))
+    assert desc.architecture == "DeepseekV4ForCausalLM" and desc.main_group.weight_format.value == "mxfp4"
+    assert dep.parallel.ep == 16 and dep.topology.nodes == 2 and dep.topology.gpus_per_node == 8
+    assert dep.parallel.all2all_backend is None  # vLLM's default counts as unset
+    assert dep.device.name == "b200" and sw.name == "vllm-0.33.0"
+    _, no_ep, _ = P.snapshot_inputs(snap(enable_expert_parallel=False))
+    assert no_ep.parallel.ep == 1
+
+
+def test_auto_on_b200_sets_deep_gemm_mega_moe() -> None:
+    out = P.resolve(snap())
+    assert out.action == "set" and out.moe_backend == "deep_gemm_mega_moe"
+    assert out.mutations() == {"kernel_config.moe_backend": "deep_gemm_mega_moe"}
+    assert out.table[0].startswith("moe-oracle: DeepseekV4ForCausalLM --moe-backend auto -> deep_gemm_mega_moe")
+    groups = [line for line in out.table if line.startswith("  layer group")]
+    assert len(groups) == 3 and all(line.endswith("deep_gemm_mega_moe:sm100_fp8xfp4") for line in groups)
+    rejected = [line for line in out.table if line.startswith("    ") and "[" in line]
+    assert len(rejected) == 7  # one line per rejected candidate (identical for every group: listed once)
+    assert any("set kernel_config.moe_backend = deep_gemm_mega_moe" in line for line in out.table)
+    assert out.fingerprint and out.fingerprint.startswith("sha256:")
+
+
+def test_decision_is_deterministic() -> None:
+    a, b = P.resolve(snap()), P.resolve(snap())
+    assert a.table == b.table and a.mutations() == b.mutations() and a.fingerprint == b.fingerprint
+
+
+def test_auto_on_mi355x_needs_aiter_switches() -> None:
+    off = P.resolve(snap(device="mi355x", arch="gfx950"))
+    assert off.action == "keep" and off.mutations() == {}
+    assert "VLLM_ROCM_USE_AITER" in off.table[-1]
+    on = P.resolve(snap(device="mi355x", arch="gfx950", env={"VLLM_ROCM_USE_AITER": "1"}))
+    assert on.action == "set"
+    assert on.mutations() == {
+        "kernel_config.moe_backend": "aiter_mega_moe",
+        "parallel_config.all2all_backend": "mori_high_throughput",
+        "os.environ.setdefault(MORI_SHMEM_HEAP_SIZE)": "8G",
+    }
+    kept = P.resolve(
+        snap(device="mi355x", arch="gfx950", env={"VLLM_ROCM_USE_AITER": "true"}, all2all_backend="mori_low_latency")
+    )
+    assert kept.all2all_backend is None and kept.moe_backend == "aiter_mega_moe"
+
+
+def test_auto_keeps_vllm_default_when_nothing_fits() -> None:
+    for s in (
+        snap(device="h200", arch="sm90"),
+        snap(architecture="GlmMoeDsaForCausalLM", hf_config=GLM, model="zai-org/GLM-5-FP8"),
+        snap(enable_expert_parallel=False),
+        snap(dp=16, dp_local=8, nnodes=2),
+    ):
+        out = P.resolve(s)
+        assert out.action == "keep" and out.mutations() == {}, s
+        assert out.table[-1].startswith("  kept auto:")
+    crossing = P.resolve(snap(dp=16, dp_local=8, nnodes=2))
+    assert any("EP_EXCEEDS_DOMAIN" in line for line in crossing.table)
+    # a bigger domain (GB200 NVL72-style) lets the same layout through
+    nvl = P.resolve(snap(dp=16, dp_local=8, nnodes=2, env={P.ENV_DOMAIN: "72"}))
+    assert nvl.moe_backend == "deep_gemm_mega_moe"
+
+
+def test_explicit_value_is_validated() -> None:
+    ok = P.resolve(snap(moe_backend="deep_gemm_mega_moe"))
+    assert ok.action == "keep" and ok.error is None and "validated" in ok.table[0]
+    bad = P.resolve(snap(moe_backend="deep-gemm-mega-moe", device="h200", arch="sm90"))
+    assert bad.action == "refuse"
+    assert bad.error and bad.error.startswith("--moe-backend deep_gemm_mega_moe cannot run on this deployment")
+    assert "ARCH_UNSUPPORTED" in bad.error and P.ENV_SWITCH in bad.error
+    glm = P.resolve(
+        snap(architecture="GlmMoeDsaForCausalLM", hf_config=GLM, model="GLM", moe_backend="deep_gemm_mega_moe")
+    )
+    assert glm.action == "refuse" and "ENGINE_UNSUPPORTED" in (glm.error or "")
+    aiter = P.resolve(snap(device="mi355x", arch="gfx950", moe_backend="aiter_mega_moe"))
+    assert aiter.action == "refuse" and "VLLM_ROCM_USE_AITER" in (aiter.error or "")
+    aiter_ok = P.resolve(
+        snap(device="mi355x", arch="gfx950", moe_backend="aiter_mega_moe", env={"VLLM_ROCM_USE_AITER": "1"})
+    )
+    assert aiter_ok.action == "set" and aiter_ok.moe_backend is None  # the user's value stands
+    assert aiter_ok.all2all_backend == "mori_high_throughput"
+
+
+def test_values_not_ours_are_left_to_vllm() -> None:
+    assert P.resolve(snap(moe_backend="marlin")).action == "skip"
+    assert P.resolve(snap(moe_backend="flashinfer_moe_ep_mega_deep_gemm")).action == "skip"
+    other = P.resolve(snap(vllm_version="0.34.0"))
+    assert other.action == "skip" and "0.34.0" in other.table[0]
+
+
+def test_unknown_platform() -> None:
+    auto = P.resolve(snap(device=None, arch=None, platform="CpuPlatform"))
+    assert auto.action == "keep" and "CpuPlatform" in auto.table[0]
+    explicit = P.resolve(snap(device=None, arch=None, platform="CpuPlatform", moe_backend="deep_gemm_mega_moe"))
+    assert explicit.action == "refuse" and "CpuPlatform" in (explicit.error or "")
+
+
+def test_lora_and_pcp_block_mega_backends() -> None:
+    assert P.resolve(snap(lora=True)).action == "keep"
+    refused = P.resolve(snap(lora=True, moe_backend="deep_gemm_mega_moe"))
+    assert refused.action == "refuse" and "LoRA" in (refused.error or "")
+    assert P.resolve(snap(pcp=2)).action == "keep"
+
+
+def test_unreadable_config_is_left_alone() -> None:
+    out = P.resolve(snap(hf_config={"architectures": ["Nope"], "model_type": "nope"}))
+    assert out.action == "keep" and "cannot describe" in out.table[0]
+
+
+# --- the wrapper and register(), with stand-ins for vLLM's classes --------------------------
+
+
+class _Base:
+    calls: ClassVar[list[str]] = []
+
+    @staticmethod
+    def verify_and_update_config(vllm_config: object) -> None:
+        _Base.calls.append("base")
+
+    @staticmethod
+    def verify_and_update_model_config(model_config: object) -> None:
+        _Base.calls.append("model")
+
+
+class _ClassBase(_Base):
+    @classmethod
+    def verify_and_update_config(cls, vllm_config: object) -> None:
+        _Base.calls.append(f"classbase:{cls.__name__}")
+
+
+def test_wrap_entry_chains_the_existing_entry(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[tuple[object, str]] = []
+    monkeypatch.setattr(P, "apply_to_vllm_config", lambda cfg, arch: seen.append((cfg, arch)))
+    monkeypatch.delenv(P.ENV_SWITCH, raising=False)
+    for base in (_Base, _ClassBase):
+        _Base.calls.clear()
+        seen.clear()
+        wrapped = P.wrap_entry(base, "DeepseekV4ForCausalLM")
+        assert issubclass(wrapped, base) and wrapped._moe_oracle_wrapped
+        wrapped.verify_and_update_config("cfg")
+        wrapped.verify_and_update_model_config("mc")
+        assert _Base.calls[0] in ("base", f"classbase:{wrapped.__name__}") and _Base.calls[1] == "model"
+        assert seen == [("cfg", "DeepseekV4ForCausalLM")]
+    monkeypatch.setenv(P.ENV_SWITCH, "0")
+    seen.clear()
+    P.wrap_entry(_Base, "X").verify_and_update_config("cfg")
+    assert seen == []
+
+
+def _fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    mod = types.ModuleType("vllm.model_executor.models.config")
+
+    class VerifyAndUpdateConfig:
+        @staticmethod
+        def verify_and_update_config(vllm_config: object) -> None:
+            return
+
+    class DeepseekV4ForCausalLMConfig(VerifyAndUpdateConfig):
+        pass
+
+    mod.VerifyAndUpdateConfig = VerifyAndUpdateConfig  # type: ignore[attr-defined]
+    mod.MODELS_CONFIG_MAP = {  # type: ignore[attr-defined]
+        "DeepseekV4ForCausalLM": DeepseekV4ForCausalLMConfig,
+        "LlamaForCausalLM": VerifyAndUpdateConfig,
+    }
+    for name in ("vllm", "vllm.model_executor", "vllm.model_executor.models"):
+        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+    monkeypatch.setitem(sys.modules, "vllm.model_executor.models.config", mod)
+    sys.modules["vllm.model_executor.models"].config = mod  # type: ignore[attr-defined]
+    return mod
+
+
+def test_register_wraps_dsv4_and_glm_entries_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = _fake_vllm(monkeypatch)
+    monkeypatch.delenv(P.ENV_SWITCH, raising=False)
+    original = mod.MODELS_CONFIG_MAP["DeepseekV4ForCausalLM"]
+    P.register()
+    table = mod.MODELS_CONFIG_MAP
+    assert issubclass(table["DeepseekV4ForCausalLM"], original)
+    assert table["GlmMoeDsaForCausalLM"]._moe_oracle_base is mod.VerifyAndUpdateConfig
+    assert table["LlamaForCausalLM"] is mod.VerifyAndUpdateConfig  # untouched
+    first = dict(table)
+    P.register()
+    assert table == first  # idempotent
+
+
+def test_register_switched_off(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    mod = _fake_vllm(monkeypatch)
+    monkeypatch.setenv(P.ENV_SWITCH, "0")
+    before = dict(mod.MODELS_CONFIG_MAP)
+    with caplog.at_level(logging.INFO, logger=P.LOGGER_NAME):
+        P.register()
+    assert before == mod.MODELS_CONFIG_MAP
+    assert "disabled" in caplog.text
+
+
+def test_register_without_vllm_does_not_raise(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm... -> ImportError
+    monkeypatch.delenv(P.ENV_SWITCH, raising=False)
+    P.register()
+
+
+def test_snapshot_replace_keeps_frozen_semantics() -> None:
+    s = snap()
+    assert replace(s, dp=4).dp == 4 and s.dp == 8
