@@ -48,6 +48,10 @@ def _stage_kernel(
     stride_out,
     stride_sf,
     stride_sf_col,
+    stride_ids_in,
+    stride_w_in,
+    stride_ids_out,
+    stride_w_out,
     rsf,
     TOPK: tl.constexpr,
     TOPK_P2: tl.constexpr,
@@ -66,9 +70,16 @@ def _stage_kernel(
             prow = num_tokens + (pid_m - token_progs) * PAD_BLOCK + tl.arange(0, PAD_BLOCK)
             kk = tl.arange(0, TOPK_P2)
             pmask = (prow < pad_to)[:, None] & (kk[None, :] < TOPK)
-            offs = prow[:, None] * TOPK + kk[None, :]
-            tl.store(ids_out_ptr + offs, tl.full((PAD_BLOCK, TOPK_P2), -1, tl.int64), mask=pmask)
-            tl.store(w_out_ptr + offs, tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32), mask=pmask)
+            tl.store(
+                ids_out_ptr + prow[:, None] * stride_ids_out + kk[None, :],
+                tl.full((PAD_BLOCK, TOPK_P2), -1, tl.int64),
+                mask=pmask,
+            )
+            tl.store(
+                w_out_ptr + prow[:, None] * stride_w_out + kk[None, :],
+                tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32),
+                mask=pmask,
+            )
         return
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_tokens
@@ -104,14 +115,13 @@ def _stage_kernel(
     if pid_k == 0:
         kk = tl.arange(0, TOPK_P2)
         kmask = row_ok[:, None] & (kk[None, :] < TOPK)
-        offs = rows[:, None] * TOPK + kk[None, :]
-        ids = tl.load(ids_in_ptr + offs, mask=kmask, other=-1).to(tl.int64)
-        w = tl.load(w_in_ptr + offs, mask=kmask, other=0.0).to(tl.float32) * rsf
+        ids = tl.load(ids_in_ptr + rows[:, None] * stride_ids_in + kk[None, :], mask=kmask, other=-1).to(tl.int64)
+        w = tl.load(w_in_ptr + rows[:, None] * stride_w_in + kk[None, :], mask=kmask, other=0.0).to(tl.float32) * rsf
         pad = (rows >= num_valid)[:, None] | (ids < 0)
         ids = tl.where(pad, -1, ids)
         w = tl.where(pad, 0.0, w)
-        tl.store(ids_out_ptr + offs, ids, mask=kmask)
-        tl.store(w_out_ptr + offs, w, mask=kmask)
+        tl.store(ids_out_ptr + rows[:, None] * stride_ids_out + kk[None, :], ids, mask=kmask)
+        tl.store(w_out_ptr + rows[:, None] * stride_w_out + kk[None, :], w, mask=kmask)
 
 
 def stage(
@@ -134,13 +144,24 @@ def stage(
     ``recipe``: ``"fp8_g128"`` (``out_sf`` fp32 ``[T, H/128]``) or ``"mxfp8"`` (``out_sf`` int32
     ``[T, H/128]``, four UE8M0 bytes each); ``out_sf`` may be a strided view (MN-major buffers).
     ``out_x`` is float8_e4m3fn ``[>=T, H]`` with unit column stride; ``out_ids`` int64 and ``out_w``
-    fp32 ``[>=T, k]`` contiguous. Rows ``>= num_valid`` (default ``T``) and negative ids are
+    fp32 ``[>=T, k]``. Every tensor may have any row stride (``topk_ids`` is often a slice of a
+    wider top-k result) but unit column stride. Rows ``>= num_valid`` (default ``T``) and negative ids are
     padding (id -1, weight 0); with ``pad_to`` (the buffer's capacity) rows ``[T, pad_to)`` of
     ``out_ids``/``out_w`` are written as padding too, as DeepGEMM's SM90 kernel expects (its own
     ``mega_moe_pre_dispatch_sm90`` fills them the same way).
     """
     t, h = x.shape
     k = topk_ids.shape[1]
+    for name, tensor in (
+        ("x", x),
+        ("out_x", out_x),
+        ("topk_ids", topk_ids),
+        ("topk_weights", topk_weights),
+        ("out_ids", out_ids),
+        ("out_w", out_w),
+    ):
+        if tensor.dim() != 2 or (tensor.shape[0] > 1 and tensor.stride(1) != 1):
+            raise ValueError(f"{name} must be 2-D with unit column stride (rows may be strided)")
     if recipe == "fp8_g128":
         group, groups_per_prog, ue8m0 = 128, 4, False
     elif recipe == "mxfp8":
@@ -171,6 +192,10 @@ def stage(
         out_x.stride(0),
         out_sf.stride(0),
         out_sf.stride(1),
+        topk_ids.stride(0),
+        topk_weights.stride(0),
+        out_ids.stride(0),
+        out_w.stride(0),
         float(routed_scaling_factor),
         TOPK=k,
         TOPK_P2=triton.next_power_of_2(k),

@@ -71,3 +71,22 @@ def test_stage_pads_the_buffer_capacity(recipe):
     stage(x, ids, w, ox[:t], osf[:t], oi, ow, recipe=recipe, pad_to=cap)
     assert torch.equal(oi[:t], ids) and torch.equal(ow[:t], w)
     assert bool((oi[t:] == -1).all()) and bool((ow[t:] == 0).all())
+
+
+@pytest.mark.parametrize("recipe", ["fp8_g128", "mxfp8"])
+def test_stage_reads_strided_topk(recipe):
+    """topk ids are often a column slice of a wider top-k result (row stride != k)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from moe_oracle.kernels.staging_triton import stage
+
+    t, h, k, cap = 33, 4096, 6, 64
+    x = torch.randn(t, h, device="cuda").bfloat16()
+    ids = torch.randint(0, 256, (t, 256), device="cuda")[:, :k]
+    w = torch.rand(t, 16, device="cuda")[:, 3 : 3 + k]
+    ox = torch.empty(cap, h, device="cuda", dtype=torch.float8_e4m3fn)
+    osf = torch.empty(cap, h // 128, device="cuda", dtype=torch.float32 if recipe == "fp8_g128" else torch.int32)
+    oi = torch.empty(cap, k, device="cuda", dtype=torch.int64)
+    ow = torch.empty(cap, k, device="cuda")
+    stage(x, ids, w, ox[:t], osf[:t], oi, ow, recipe=recipe, pad_to=cap, routed_scaling_factor=1.5)
+    assert torch.equal(oi[:t], ids) and torch.equal(ow[:t], w * 1.5)
