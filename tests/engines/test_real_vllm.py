@@ -62,17 +62,17 @@ class _Lines(logging.Handler):
 
 @pytest.fixture
 def table() -> Iterator[list[str]]:
-    import vllm.engine.arg_utils  # noqa: F401  (vLLM configures its loggers on first import)
+    """The plug-in's log lines. ``create_engine_config`` applies vLLM's logging config (dictConfig, which
+    drops handlers of ``vllm.*`` loggers) unless it is already active: apply it first."""
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.logger import configure_logging_if_needed
 
+    configure_logging_if_needed(EngineArgs(model=V4).create_logging_config())
     h = _Lines()
     log = logging.getLogger(P.LOGGER_NAME)
-    log.disabled = False
     log.addHandler(h)
-    old = log.level
-    log.setLevel(logging.INFO)
     yield h.lines
     log.removeHandler(h)
-    log.setLevel(old)
 
 
 def build(model: str, moe_backend: str | None = None, **kw: object) -> object:
