@@ -24,7 +24,8 @@ MATRIX_MD = "capability-matrix.md"
 MATRIX_HTML = "capability-matrix.html"
 VARIANTS_MD = "variants.md"
 REASONS_MD = "reason-codes.md"
-FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD)
+CLI_MD = "cli.md"
+FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD, CLI_MD)
 
 
 def docs_registry() -> Registry:
@@ -180,6 +181,7 @@ def render_reason_codes(registry: Registry, profiles: list[EngineProfile], comma
 
 def generate_docs() -> dict[str, str]:
     """File name -> generated text, for every file under ``docs/`` this module owns."""
+    from moe_oracle.report.cli_examples import render_cli
     from moe_oracle.report.html import render_html
     from moe_oracle.report.markdown import render_markdown
 
@@ -191,6 +193,7 @@ def generate_docs() -> dict[str, str]:
         MATRIX_HTML: render_html(matrix),
         VARIANTS_MD: render_variants(registry, profiles),
         REASONS_MD: render_reason_codes(registry, profiles),
+        CLI_MD: render_cli(DOCS_COMMAND),
     }
 
 
