@@ -1,0 +1,32 @@
+"""The README's first lines and its Python example stay true."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_starts_with_the_two_commands():
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    assert block and text.index("```bash") < 40
+    lines = block.group(1).strip().splitlines()
+    assert len(lines) == 2
+    assert lines[0].startswith("pip install . && moe-oracle select ")
+    assert lines[1].endswith("python -m pytest -q")
+    ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
+    install = lines[1].split(" && ")[0].replace("pip install", "python3 -m pip install --quiet")
+    assert install in ci and "python3 -m pytest -q" in ci
+
+
+def test_readme_python_example_runs():
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert blocks
+    for code in blocks:
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert float(p.stdout.strip().splitlines()[-1]) < 3e-3
