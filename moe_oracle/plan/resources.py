@@ -640,6 +640,7 @@ def derive_sglang_token_cap(
             "attn_dp_size": attn_dp_size,
         },
         source="sglang 0.5.23 arg_groups/mega_moe_hook.py validate_mega_moe_token_budget (required_per_rank); "
-        "above the cap layers/moe/mega_moe.py falls back to fused MoE (DeepSeek V4 has no fallback)",
+        "above the cap layers/moe/mega_moe.py falls back to fused MoE where the model has one (DeepSeek V4 and "
+        "NVFP4 experts have none, so SGLang checks the cap at start)",
         env="SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
     )

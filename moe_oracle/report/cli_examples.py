@@ -53,6 +53,11 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
         "The same decisions as `select`, one cell per variant and scenario.",
         "matrix --devices h200,mi355x --models deepseek-ai/DeepSeek-V4-Flash,zai-org/GLM-5-FP8",
     ),
+    (
+        "A launch plan",
+        "A copy-pasteable serve command with every derived quantity, its inputs and source.",
+        "plan deepseek-ai/DeepSeek-V4-Flash --device mi355x --dp 8 --ep 8 --engine vllm",
+    ),
     ("Reason codes", "The stable codes every rejection carries.", "list reasons"),
 )
 
