@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from moe_oracle.spec.units import next_power_of_two
+from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -644,3 +644,18 @@ def derive_sglang_token_cap(
         "NVFP4 experts have none, so SGLang checks the cap at start)",
         env="SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
     )
+
+
+def choose_mori_heap(computed: int, user_value: str | None) -> tuple[str, str | None]:
+    """The ``MORI_SHMEM_HEAP_SIZE`` a plan emits, and a note when it keeps the user's value.
+
+    The user's value wins when it is readable and covers the computed size; otherwise the
+    computed size (rounded up to whole units) is emitted.
+    """
+    user_bytes = parse_size(user_value) if user_value else None
+    if user_value and user_bytes is not None and user_bytes >= computed:
+        return (
+            user_value,
+            f"MORI_SHMEM_HEAP_SIZE={user_value} from your environment is kept (computed: {format_size(computed)}).",
+        )
+    return format_size(computed), None

@@ -22,13 +22,13 @@ from moe_oracle.plan.resources import (
     PR323,
     Derived,
     aiter_capacities,
+    choose_mori_heap,
     derive_aiter_mtpr,
     derive_deepgemm,
     derive_mori_heap,
     derive_sglang_token_cap,
 )
 from moe_oracle.spec.deployment import Deployment
-from moe_oracle.spec.units import format_size, parse_size
 
 
 def check_layout(dep: Deployment) -> None:
@@ -108,16 +108,8 @@ def build(ctx: PlanContext) -> EngineParts:
             ep=par.ep,
         )
         derived.append(heap)
-        heap_total = heap.value
-        user_heap = ctx.user_env.get("MORI_SHMEM_HEAP_SIZE")
-        user_bytes = parse_size(user_heap) if user_heap else None
-        if user_heap and user_bytes is not None and user_bytes >= heap_total:
-            env["MORI_SHMEM_HEAP_SIZE"] = user_heap
-            notes.append(
-                f"MORI_SHMEM_HEAP_SIZE={user_heap} from your environment is kept (computed: {format_size(heap_total)})."
-            )
-        else:
-            env["MORI_SHMEM_HEAP_SIZE"] = format_size(heap_total)
+        env["MORI_SHMEM_HEAP_SIZE"], kept = choose_mori_heap(heap.value, ctx.user_env.get("MORI_SHMEM_HEAP_SIZE"))
+        notes.extend([kept] if kept else [])
         notes.append(
             "SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1 routes --moe-a2a-backend megamoe to aiter MegaMoEV2 (a8w4, intranode, "
             "EP <= 8, power-of-two SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR <= 32768, no EPLB)."

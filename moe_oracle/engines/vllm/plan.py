@@ -20,12 +20,12 @@ from moe_oracle.plan.model import Command, Layout
 from moe_oracle.plan.resources import (
     Derived,
     aiter_capacities,
+    choose_mori_heap,
     derive_aiter_mtpr,
     derive_deepgemm,
     derive_mori_heap,
 )
 from moe_oracle.spec.deployment import Deployment
-from moe_oracle.spec.units import format_size, parse_size
 
 TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"
 
@@ -121,16 +121,8 @@ def build(ctx: PlanContext) -> EngineParts:
             ep=par.ep,
         )
         derived.append(heap)
-        heap_total = heap.value
-        user_heap = ctx.user_env.get("MORI_SHMEM_HEAP_SIZE")
-        user_bytes = parse_size(user_heap) if user_heap else None
-        if user_heap and user_bytes is not None and user_bytes >= heap_total:
-            env["MORI_SHMEM_HEAP_SIZE"] = user_heap
-            notes.append(
-                f"MORI_SHMEM_HEAP_SIZE={user_heap} from your environment is kept (computed: {format_size(heap_total)})."
-            )
-        else:
-            env["MORI_SHMEM_HEAP_SIZE"] = format_size(heap_total)
+        env["MORI_SHMEM_HEAP_SIZE"], kept = choose_mori_heap(heap.value, ctx.user_env.get("MORI_SHMEM_HEAP_SIZE"))
+        notes.extend([kept] if kept else [])
         notes.append(
             "MegaMoEV2 sizes one runtime per distinct shape and capacity; the mtp layer group only builds one "
             "when speculative decoding (--speculative-config) is on, and shares it when its shape is equal."
