@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import torch
 
-from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
     KernelWeights,
@@ -22,22 +21,13 @@ from moe_oracle.runtime.layouts import (
     aiter_unshuffle_weight,
     transform_in_chunks,
 )
-from moe_oracle.runtime.quantize import MXFP4, ue8m0_bytes
+from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4
 
 N_LANE = 16
 
 
 def canonical(experts: CheckpointExperts) -> CheckpointExperts:
-    if experts.quant.format is not WeightFormat.MXFP4:
-        raise ValueError(f"AITER MegaMoEV2 takes MXFP4 experts, got {experts.quant.label()}")
-    return CheckpointExperts(
-        MXFP4,
-        experts.w13.view(torch.uint8),
-        experts.w2.view(torch.uint8),
-        ue8m0_bytes(experts.w13_scale),
-        ue8m0_bytes(experts.w2_scale),
-        first_expert=experts.first_expert,
-    )
+    return canonical_mxfp4(experts, "AITER MegaMoEV2")
 
 
 def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu") -> KernelWeights:

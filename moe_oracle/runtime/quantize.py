@@ -67,6 +67,23 @@ def ue8m0_bytes(scale: torch.Tensor) -> torch.Tensor:
 _E2M1_PAIR_LUT: dict[torch.device, torch.Tensor] = {}
 
 
+def canonical_mxfp4(experts: CheckpointExperts, who: str) -> CheckpointExperts:
+    """MXFP4 experts as uint8 values and UE8M0 scale bytes (whatever dtypes the checkpoint used).
+
+    Raises ``ValueError`` naming ``who`` (the kernel) when the experts are not MXFP4.
+    """
+    if experts.quant.format is not WeightFormat.MXFP4:
+        raise ValueError(f"{who} takes MXFP4 experts, got {experts.quant.label()}")
+    return CheckpointExperts(
+        MXFP4,
+        experts.w13.view(torch.uint8),
+        experts.w2.view(torch.uint8),
+        ue8m0_bytes(experts.w13_scale),
+        ue8m0_bytes(experts.w2_scale),
+        first_expert=experts.first_expert,
+    )
+
+
 def _e2m1_pairs(device: torch.device) -> torch.Tensor:
     """``[256, 2]`` fp32: the two E2M1 values (low nibble first) of every packed byte."""
     lut = _E2M1_PAIR_LUT.get(device)

@@ -15,23 +15,13 @@ from __future__ import annotations
 import torch
 from moe_oracle_backends.cuda_sm90._runtime import pack_ue8m0_kmajor, unpack_ue8m0_kmajor
 
-from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up, transform_in_chunks
-from moe_oracle.runtime.quantize import MXFP4, scale_to_fp32, ue8m0_bytes
+from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4, scale_to_fp32
 
 
 def canonical(experts: CheckpointExperts) -> CheckpointExperts:
-    if experts.quant.format is not WeightFormat.MXFP4:
-        raise ValueError(f"sm90_fp8xfp4 takes MXFP4 experts, got {experts.quant.label()}")
-    return CheckpointExperts(
-        MXFP4,
-        experts.w13.view(torch.uint8),
-        experts.w2.view(torch.uint8),
-        ue8m0_bytes(experts.w13_scale),
-        ue8m0_bytes(experts.w2_scale),
-        first_expert=experts.first_expert,
-    )
+    return canonical_mxfp4(experts, "sm90_fp8xfp4")
 
 
 def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu") -> KernelWeights:
