@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import logging
 import sys
-import types
 from dataclasses import replace
 from pathlib import Path
 from typing import ClassVar
@@ -208,53 +206,6 @@ def test_wrap_entry_chains_the_existing_entry(monkeypatch: pytest.MonkeyPatch) -
     seen.clear()
     P.wrap_entry(_Base, "X").verify_and_update_config("cfg")
     assert seen == []
-
-
-def _fake_vllm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
-    mod = types.ModuleType("vllm.model_executor.models.config")
-
-    class VerifyAndUpdateConfig:
-        @staticmethod
-        def verify_and_update_config(vllm_config: object) -> None:
-            return
-
-    class DeepseekV4ForCausalLMConfig(VerifyAndUpdateConfig):
-        pass
-
-    mod.VerifyAndUpdateConfig = VerifyAndUpdateConfig  # type: ignore[attr-defined]
-    mod.MODELS_CONFIG_MAP = {  # type: ignore[attr-defined]
-        "DeepseekV4ForCausalLM": DeepseekV4ForCausalLMConfig,
-        "LlamaForCausalLM": VerifyAndUpdateConfig,
-    }
-    for name in ("vllm", "vllm.model_executor", "vllm.model_executor.models"):
-        monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
-    monkeypatch.setitem(sys.modules, "vllm.model_executor.models.config", mod)
-    sys.modules["vllm.model_executor.models"].config = mod  # type: ignore[attr-defined]
-    return mod
-
-
-def test_register_wraps_dsv4_and_glm_entries_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    mod = _fake_vllm(monkeypatch)
-    monkeypatch.delenv(P.ENV_SWITCH, raising=False)
-    original = mod.MODELS_CONFIG_MAP["DeepseekV4ForCausalLM"]
-    P.register()
-    table = mod.MODELS_CONFIG_MAP
-    assert issubclass(table["DeepseekV4ForCausalLM"], original)
-    assert table["GlmMoeDsaForCausalLM"]._moe_oracle_base is mod.VerifyAndUpdateConfig
-    assert table["LlamaForCausalLM"] is mod.VerifyAndUpdateConfig  # untouched
-    first = dict(table)
-    P.register()
-    assert table == first  # idempotent
-
-
-def test_register_switched_off(monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
-    mod = _fake_vllm(monkeypatch)
-    monkeypatch.setenv(P.ENV_SWITCH, "0")
-    before = dict(mod.MODELS_CONFIG_MAP)
-    with caplog.at_level(logging.INFO, logger=P.LOGGER_NAME):
-        P.register()
-    assert before == mod.MODELS_CONFIG_MAP
-    assert "disabled" in caplog.text
 
 
 def test_register_without_vllm_does_not_raise(monkeypatch: pytest.MonkeyPatch) -> None:
