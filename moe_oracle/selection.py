@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
+from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.engines.registry import engine_profile, fallback_path
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
@@ -72,12 +73,30 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class NonFusedEstimate:
+    """The best measured non-fused path for a group, with its expected cost on the workload."""
+
+    key: str
+    description: str
+    cost: CostEstimate
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "path": self.key,
+            "description": self.description,
+            "expected_us": round(self.cost.us, 1),
+            "cost_basis": self.cost.basis,
+        }
+
+
+@dataclass(frozen=True)
 class GroupDecision:
     group: MoELayerGroup
     candidates: tuple[Candidate, ...]
     chosen: Candidate | None
     fallback: str | None
     notes: tuple[str, ...] = ()
+    nonfused: NonFusedEstimate | None = None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -88,6 +107,7 @@ class GroupDecision:
             if self.chosen is None
             else {"backend": self.chosen.spec.backend, "variant": self.chosen.spec.variant},
             "fallback": self.fallback,
+            "nonfused": None if self.nonfused is None else self.nonfused.to_json(),
             "notes": list(self.notes),
             "candidates": [c.to_json() for c in self.candidates],
         }
@@ -190,6 +210,12 @@ def decide(
         ranked, fallback = _decide_group(group, model, deployment, software, engine, reg.variants, advisories, workload)
         auto = next((c for c in ranked if c.eligible), None)
         notes: list[str] = []
+        nonfused = _best_nonfused(group, deployment, engine, workload)
+        if nonfused is not None:
+            auto, note = _weigh_nonfused(auto, nonfused, workload)
+            notes.append(note)
+            if auto is None:
+                fallback = nonfused.description
         if auto is not None and auto.unverified:
             notes.append(
                 f"{auto.spec.key} has rules not verifiable from declarations: "
@@ -221,7 +247,7 @@ def decide(
                     refusals.append(
                         f"layer group '{group.name}' (layers {layer_span(group.layers)}): " + " | ".join(lines)
                     )
-        groups.append(GroupDecision(group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes)))
+        groups.append(GroupDecision(group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes), nonfused))
     if refusals:
         raise OverrideRefusedError(
             f"--moe-backend {override} cannot run on this deployment: " + " || ".join(refusals),
@@ -229,6 +255,38 @@ def decide(
         )
     return Decision(
         model, deployment, software, engine, override, allow_fallback, workload, tuple(groups), tuple(warnings)
+    )
+
+
+def _best_nonfused(
+    group: MoELayerGroup, deployment: Deployment, engine: Engine, workload: Workload
+) -> NonFusedEstimate | None:
+    """The cheapest measured non-fused path that applies here, or None where none was measured."""
+    best = None
+    for path in applicable_paths(group, deployment, engine):
+        cost = workload_cost(path.key, group, deployment, workload)
+        if not cost.measured:
+            continue
+        if best is None or cost.us < best.cost.us:
+            best = NonFusedEstimate(path.key, path.description, cost)
+    return best
+
+
+def _weigh_nonfused(
+    auto: Candidate | None, nonfused: NonFusedEstimate, workload: Workload
+) -> tuple[Candidate | None, str]:
+    """Keep the fused choice only when it is not slower than the measured non-fused path."""
+    if auto is None or auto.cost is None:
+        return auto, f"measured non-fused path {nonfused.key}: ~{nonfused.cost.us:,.0f} us per call ({workload.label})"
+    ratio = auto.cost.us / nonfused.cost.us
+    if ratio > 1.0:
+        return None, (
+            f"{auto.spec.key} is eligible but {ratio:.2f}x slower than {nonfused.key} for this workload "
+            f"({workload.label}: ~{auto.cost.us:,.0f} vs ~{nonfused.cost.us:,.0f} us per call)"
+        )
+    return auto, (
+        f"{auto.spec.key} beats the best measured non-fused path {nonfused.key} by {1 / ratio:.2f}x for this "
+        f"workload ({workload.label}: ~{auto.cost.us:,.0f} vs ~{nonfused.cost.us:,.0f} us per call)"
     )
 
 

@@ -29,12 +29,22 @@ ENGINES = [e.value for e in Engine]
 )
 @click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning.")
 @click.option("--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file.")
+@click.option(
+    "--workload",
+    default="mixed",
+    show_default=True,
+    help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
+)
+@click.option(
+    "--decode-tokens", type=click.IntRange(min=1), default=32, show_default=True, help="Decode batch per rank."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decision record as JSON.")
 @click.option("--all-reasons", is_flag=True, help="List every reason of every candidate in the table.")
 @click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.advisories import load_advisories
+    from moe_oracle.cost.model import Workload
     from moe_oracle.record import decision_to_json, load_record, replay_inputs
     from moe_oracle.selection import Override, decide
 
@@ -74,9 +84,17 @@ def select(model: str | None, **kw: Any) -> None:
     advisories = load_advisories(kw.pop("advisories"))
     env = env_from(kw.pop("env_items"))
     software_name = kw.pop("software")
+    workload_text = kw.pop("workload")
+    decode_tokens = kw.pop("decode_tokens")
     flags = flags_from(kw)
     description = resolve_model(model)
     deployment, _ = build_deployment(flags, env)
+    try:
+        workload = Workload.parse(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
+    except ValueError as exc:
+        raise BadInputError(
+            f"--workload {workload_text!r}: {exc}", fix="use decode, prefill, mixed or T:w,..."
+        ) from None
     software, origin = resolve_software(software_name, flags.device)
     decision = decide(
         description,
@@ -86,6 +104,7 @@ def select(model: str | None, **kw: Any) -> None:
         override=override,
         allow_fallback=allow_fallback,
         advisories=advisories,
+        workload=workload,
     )
     doc = decision_to_json(decision, advisories, origin)
     _emit(decision, doc, as_json, all_reasons)

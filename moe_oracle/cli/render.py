@@ -86,7 +86,8 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             if c in skipped:
                 continue
             if c.eligible:
-                slower = f"~{c.cost.us:,.0f} us/call, slower than the chosen one" if c.cost else ""
+                than = "the chosen one" if g.chosen is not None else "the non-fused path (see note)"
+                slower = f"~{c.cost.us:,.0f} us/call, slower than {than}" if c.cost else ""
                 table.add_row(c.spec.key, "[green]eligible[/green]", escape(slower))
                 continue
             for i, r in enumerate(c.failures):

@@ -7,6 +7,8 @@ expert is hit with probability ``1 - (1 - k/E) ** (T * ep)``.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 from moe_oracle.cost.calibration import Calibration, features, fit, load_calibrations
@@ -34,7 +36,31 @@ class Workload:
     @classmethod
     def default(cls, tokens_per_rank: int, decode_tokens: int = 32) -> Workload:
         decode = min(decode_tokens, tokens_per_rank)
-        return cls(((decode, 0.5), (tokens_per_rank, 0.5)), label=f"decode {decode} + prefill {tokens_per_rank}")
+        return cls(((decode, 0.5), (tokens_per_rank, 0.5)), label=f"mixed: decode {decode} + prefill {tokens_per_rank}")
+
+    @classmethod
+    def parse(cls, text: str, tokens_per_rank: int, decode_tokens: int = 32) -> Workload:
+        """``decode`` (a decode step of ``decode_tokens`` per rank), ``prefill`` (a full chunk of
+        ``tokens_per_rank``), ``mixed`` (both, equal weight) or a histogram ``T:w,T:w,...``."""
+        name = text.strip().lower()
+        decode = min(decode_tokens, tokens_per_rank)
+        if name == "decode":
+            return cls(((decode, 1.0),), label=f"decode {decode}")
+        if name == "prefill":
+            return cls(((tokens_per_rank, 1.0),), label=f"prefill {tokens_per_rank}")
+        if name == "mixed":
+            return cls.default(tokens_per_rank, decode_tokens)
+        points = []
+        for part in name.split(","):
+            t, sep, w = part.partition(":")
+            try:
+                tokens, weight = int(t), float(w) if sep else 1.0
+            except ValueError:
+                raise ValueError(f"{part!r} is not T:weight") from None
+            if tokens < 1 or tokens > tokens_per_rank or not weight > 0:
+                raise ValueError(f"{part!r}: need 1 <= T <= {tokens_per_rank} (the per-rank budget) and weight > 0")
+            points.append((tokens, weight))
+        return cls(tuple(points), label=f"histogram {name}")
 
 
 @dataclass(frozen=True)
@@ -51,14 +77,15 @@ def expected_active_experts(num_experts: int, top_k: int, tokens_per_rank: int, 
     return local * (1.0 - p_miss)
 
 
-def _calibration_for(spec: VariantSpec, deployment: Deployment) -> Calibration | None:
+def _calibration_for(spec: VariantSpec | str, deployment: Deployment) -> Calibration | None:
     family = deployment.device.arch.family
     from moe_oracle.spec.device import DEVICES
 
+    key = spec if isinstance(spec, str) else spec.key
     candidates = [
         c
         for c in load_calibrations()
-        if c.variant == spec.key and c.device in DEVICES and DEVICES[c.device].arch.family == family
+        if c.variant == key and c.device in DEVICES and DEVICES[c.device].arch.family == family
     ]
     if not candidates:
         return None
@@ -66,13 +93,46 @@ def _calibration_for(spec: VariantSpec, deployment: Deployment) -> Calibration |
     return min(candidates, key=lambda c: (c.device != deployment.device.name, abs(c.ep - ep), not c.measured))
 
 
-def estimate_us(spec: VariantSpec, group: MoELayerGroup, deployment: Deployment, tokens: int) -> CostEstimate:
-    """Expected microseconds for one layer call of ``tokens`` tokens per rank."""
+def _same_shape(cal: Calibration, group: MoELayerGroup, ep: int) -> bool:
+    return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k, cal.ep) == (
+        group.hidden_size,
+        group.moe_intermediate_size,
+        group.num_experts,
+        group.top_k,
+        ep,
+    )
+
+
+def _interpolate(cal: Calibration, tokens: int) -> float:
+    """Measured time at ``tokens``: piecewise linear in log2(T) between points, flat outside."""
+    pts = sorted((t, us) for t, _, us in cal.points)
+    if tokens <= pts[0][0]:
+        return pts[0][1]
+    for (t0, u0), (t1, u1) in itertools.pairwise(pts):
+        if tokens <= t1:
+            f = (math.log2(tokens) - math.log2(t0)) / (math.log2(t1) - math.log2(t0))
+            return u0 + f * (u1 - u0)
+    return pts[-1][1]
+
+
+def estimate_us(spec: VariantSpec | str, group: MoELayerGroup, deployment: Deployment, tokens: int) -> CostEstimate:
+    """Expected microseconds for one layer call of ``tokens`` tokens per rank.
+
+    ``spec`` is a variant or the key of another calibrated path (``nonfused:...``). With a
+    calibration of this shape and EP the measured points are interpolated (log2 T); otherwise the
+    three-term fit is evaluated at this group's bytes and FLOPs; without any calibration, a
+    roofline estimate from datasheet rates is returned (marked unmeasured).
+    """
     ep = deployment.parallel.ep
     active = expected_active_experts(group.num_experts, group.top_k, tokens, ep)
     x = features(
         tokens, active, group.expert_weight_bytes(), group.top_k, group.hidden_size, group.moe_intermediate_size
     )
+    cal = _calibration_for(spec, deployment)
+    if cal is not None and _same_shape(cal, group, ep):
+        kind = "measured" if cal.measured else "published"
+        basis = f"{kind} points, {cal.device} EP{cal.ep}, {cal.library} ({cal.source})"
+        return CostEstimate(_interpolate(cal, tokens), basis, cal.measured)
     cal = _calibration_for(spec, deployment)
     if cal is not None:
         f = fit(cal)
@@ -90,7 +150,9 @@ def estimate_us(spec: VariantSpec, group: MoELayerGroup, deployment: Deployment,
     return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured)", False)
 
 
-def workload_cost(spec: VariantSpec, group: MoELayerGroup, deployment: Deployment, workload: Workload) -> CostEstimate:
+def workload_cost(
+    spec: VariantSpec | str, group: MoELayerGroup, deployment: Deployment, workload: Workload
+) -> CostEstimate:
     """Weighted mean over the workload's token points."""
     total = 0.0
     weight = 0.0

@@ -1,0 +1,66 @@
+"""The non-fused MoE path as a ranked candidate, where it was measured.
+
+A fused mega-MoE kernel is not always faster: on one H200 at EP=1 the fused FP8 kernel beats a
+CUDA graph of the same MoE built from DeepGEMM's grouped GEMMs only for T = 8 to 256 tokens, and
+loses at T = 1 and T = 8192 (``shared/reference/h200.md`` §6). The paths below are ranked against
+the fused candidates with their own measured cost; each applies only where it was measured (arch
+family, weight format, EP size, and the engines whose non-fused path it represents).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.model.types import MoELayerGroup, WeightFormat
+from moe_oracle.rules import Engine
+from moe_oracle.spec.deployment import Deployment
+
+
+@dataclass(frozen=True)
+class NonFusedPath:
+    """One non-fused implementation with a calibration (``cost/calibration.json`` key ``nonfused:<name>``)."""
+
+    name: str
+    description: str
+    arch_family: str
+    formats: tuple[WeightFormat, ...]
+    engines: tuple[Engine, ...]
+    ep: int = 1
+
+    @property
+    def key(self) -> str:
+        return f"nonfused:{self.name}"
+
+    def applies(self, group: MoELayerGroup, deployment: Deployment, engine: Engine) -> bool:
+        return (
+            deployment.device.arch.family == self.arch_family
+            and group.weight_format in self.formats
+            and deployment.parallel.ep == self.ep
+            and engine in self.engines
+        )
+
+
+#: SGLang's non-fused SM90 FP8 MoE runs DeepGEMM's contiguous grouped GEMM with per-row expert
+#: indices (the m_indices layout); the psum layout is the faster DeepGEMM option no engine uses yet.
+PATHS: tuple[NonFusedPath, ...] = (
+    NonFusedPath(
+        "deepgemm_fp8_psum",
+        "non-fused FP8: quantize + permute, DeepGEMM m_grouped_fp8_gemm_nt_contiguous (psum layout) x2, "
+        "SwiGLU + requantize, unpermute",
+        "sm90",
+        (WeightFormat.FP8_BLOCK,),
+        (Engine.NONE,),
+    ),
+    NonFusedPath(
+        "deepgemm_fp8_m_indices",
+        "non-fused FP8: quantize + permute, DeepGEMM m_grouped_fp8_gemm_nt_contiguous (m_indices layout) x2, "
+        "SwiGLU + requantize, unpermute",
+        "sm90",
+        (WeightFormat.FP8_BLOCK,),
+        (Engine.NONE, Engine.SGLANG),
+    ),
+)
+
+
+def applicable_paths(group: MoELayerGroup, deployment: Deployment, engine: Engine) -> tuple[NonFusedPath, ...]:
+    return tuple(p for p in PATHS if p.applies(group, deployment, engine))

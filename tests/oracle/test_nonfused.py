@@ -1,0 +1,85 @@
+"""The measured non-fused path is a ranked candidate; the workload regime enters the decision."""
+
+from __future__ import annotations
+
+import pytest
+
+from moe_oracle.cost.calibration import load_calibrations
+from moe_oracle.cost.model import Workload, estimate_us
+from moe_oracle.inputs import DeploymentFlags, build_deployment
+from moe_oracle.model.resolve import resolve_model
+from moe_oracle.model.types import QuantSpec
+from moe_oracle.record import decision_to_json
+from tests.oracle.helpers import GLM5_FP8, V4_FLASH, chosen, run
+
+FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
+
+
+def _v4_fp8():
+    base = resolve_model(V4_FLASH)
+    return base.model_copy(update={"layer_groups": (base.main_group.model_copy(update={"weight_quant": FP8}),)})
+
+
+def test_measured_points_are_reproduced_exactly():
+    g = _v4_fp8().main_group
+    dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
+    for cal in load_calibrations():
+        if cal.device == "h200" and cal.variant != "deep_gemm_mega_moe:sm90_fp8xfp4":
+            for t, _, us in cal.points:
+                assert estimate_us(cal.variant, g, dep, t).us == pytest.approx(us)
+
+
+@pytest.mark.parametrize(
+    ("workload", "expected"),
+    [
+        ("8", "deep_gemm_mega_moe:sm90_fp8xfp8"),  # fused wins for T = 8 to 128 (h200.md §6)
+        ("128", "deep_gemm_mega_moe:sm90_fp8xfp8"),
+        ("1", None),  # the m_indices graph beats the fused kernel at T = 1
+        ("8192", None),
+        ("prefill", None),
+    ],
+)
+def test_workload_decides_fused_or_not(workload, expected):
+    from moe_oracle.selection import decide
+    from moe_oracle.software.profiles import named_profile
+
+    dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
+    wl = Workload.parse(workload, dep.parallel.tokens_per_rank)
+    g = decide(_v4_fp8(), dep, named_profile("all"), workload=wl).main
+    assert (g.chosen.spec.key if g.chosen else None) == expected
+    assert g.nonfused is not None
+    if expected is None:
+        assert g.fallback == g.nonfused.description and "slower than nonfused:" in g.notes[0]
+    else:
+        assert "beats the best measured non-fused path" in g.notes[0]
+
+
+def test_json_carries_the_nonfused_estimate():
+    d = run(GLM5_FP8, "h200", gpus_per_node=1)
+    doc = decision_to_json(d)
+    g = doc["layer_groups"][0]
+    assert g["nonfused"]["path"].startswith("nonfused:deepgemm_fp8_") and g["nonfused"]["expected_us"] > 0
+    assert doc["workload"]["label"].startswith("mixed")
+
+
+def test_nonfused_is_ranked_only_where_measured():
+    # EP8: the non-fused path also pays an all-to-all, not measured here
+    d = run(GLM5_FP8, "h200", dp=8, ep=8)
+    assert chosen(d) == "deep_gemm_mega_moe:sm90_fp8xfp8" and d.main.nonfused is None
+    # vLLM's own non-fused FP8 kernels (FlashInfer CUTLASS / Triton) were not measured
+    assert run(GLM5_FP8, "h200", gpus_per_node=1, engine="vllm").main.nonfused is None
+    # SGLang's non-fused SM90 FP8 path is DeepGEMM's m_indices layout
+    g = run(GLM5_FP8, "h200", gpus_per_node=1, engine="sglang", software="sglang-0.5.23").main
+    assert g.nonfused is not None and g.nonfused.key == "nonfused:deepgemm_fp8_m_indices"
+
+
+def test_override_keeps_the_fused_kernel_even_when_slower():
+    d = run(GLM5_FP8, "h200", gpus_per_node=1, override="deep_gemm_mega_moe")
+    assert chosen(d) == "deep_gemm_mega_moe:sm90_fp8xfp8"
+    assert "slower than nonfused:" in d.main.notes[0]
+
+
+@pytest.mark.parametrize("text", ["bogus", "0:1", "9000:1", "8:0", "8:x"])
+def test_bad_workload(text):
+    with pytest.raises(ValueError):
+        Workload.parse(text, 8192)
