@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from moe_oracle import __version__
 from moe_oracle.advisories import Advisory
+from moe_oracle.conversions import ConversionOptions
 from moe_oracle.cost.model import Workload
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import ModelDescription
@@ -39,6 +40,7 @@ def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, A
         "allow_fallback": decision.allow_fallback,
         "advisories": [a.model_dump(mode="json") for a in advisories],
         "workload": {"label": decision.workload.label, "points": [list(p) for p in decision.workload.points]},
+        "conversion": {"enabled": decision.conversion.enabled, "allow_lossy": decision.conversion.allow_lossy},
     }
 
 
@@ -129,6 +131,7 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
             )
             if workload
             else None,
+            "conversion": ConversionOptions(**raw.get("conversion", {})),
         }
     except (KeyError, TypeError, ValueError, ValidationError) as exc:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

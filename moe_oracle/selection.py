@@ -11,13 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from moe_oracle.advisories import Advisory
+from moe_oracle.candidate import Candidate, evaluate_candidate
+from moe_oracle.conversions import ConversionOptions, conversion_candidates, expert_bytes_per_rank
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.engines.registry import engine_profile, fallback_path
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
-from moe_oracle.rules import Engine, Reason, Scenario, Status, VariantSpec
+from moe_oracle.rules import Engine, Scenario, VariantSpec
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 
@@ -41,35 +43,6 @@ class Override:
 
     def __str__(self) -> str:
         return f"{self.backend}:{self.variant}" if self.variant else self.backend
-
-
-@dataclass(frozen=True)
-class Candidate:
-    spec: VariantSpec
-    reasons: tuple[Reason, ...]
-    cost: CostEstimate | None = None
-
-    @property
-    def eligible(self) -> bool:
-        return not any(r.status is Status.FAIL for r in self.reasons)
-
-    @property
-    def unverified(self) -> tuple[Reason, ...]:
-        return tuple(r for r in self.reasons if r.status is Status.UNKNOWN)
-
-    @property
-    def failures(self) -> tuple[Reason, ...]:
-        return tuple(r for r in self.reasons if r.status is Status.FAIL)
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "backend": self.spec.backend,
-            "variant": self.spec.variant,
-            "eligible": self.eligible,
-            "reasons": [r.to_json() for r in self.reasons],
-            "expected_us": None if self.cost is None else round(self.cost.us, 1),
-            "cost_basis": None if self.cost is None else self.cost.basis,
-        }
 
 
 @dataclass(frozen=True)
@@ -97,20 +70,27 @@ class GroupDecision:
     fallback: str | None
     notes: tuple[str, ...] = ()
     nonfused: NonFusedEstimate | None = None
+    conversions: tuple[Candidate, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.group.name,
             "layers": list(self.group.layers),
             "weight_format": self.group.weight_format.value,
-            "chosen": None
-            if self.chosen is None
-            else {"backend": self.chosen.spec.backend, "variant": self.chosen.spec.variant},
+            "chosen": None if self.chosen is None else _chosen_json(self.chosen),
             "fallback": self.fallback,
             "nonfused": None if self.nonfused is None else self.nonfused.to_json(),
             "notes": list(self.notes),
             "candidates": [c.to_json() for c in self.candidates],
+            "conversion_candidates": [c.to_json() for c in self.conversions],
         }
+
+
+def _chosen_json(c: Candidate) -> dict[str, object]:
+    out: dict[str, object] = {"backend": c.spec.backend, "variant": c.spec.variant}
+    if c.conversion is not None:
+        out["conversion"] = c.conversion.to_json()
+    return out
 
 
 @dataclass(frozen=True)
@@ -124,33 +104,22 @@ class Decision:
     workload: Workload
     groups: tuple[GroupDecision, ...]
     warnings: tuple[str, ...] = field(default=())
+    conversion: ConversionOptions = field(default=ConversionOptions())
 
     @property
     def main(self) -> GroupDecision:
         return self.groups[0]
 
 
-def evaluate_candidate(
-    spec: VariantSpec,
-    scenario: Scenario,
-    advisories: tuple[Advisory, ...] = (),
-    engine_version: str | None = None,
-) -> list[Reason]:
-    """All reasons (failures and undecidable rules) ``spec`` cannot run ``scenario``."""
-    reasons = spec.evaluate(scenario)
-    profile = engine_profile(scenario.engine)
-    if profile is not None:
-        reasons.extend(profile.evaluate(spec, scenario))
-    for adv in advisories:
-        if adv.matches(spec, scenario, engine_version):
-            reasons.append(adv.reason())
-    return reasons
-
-
 def _rank(cands: list[Candidate]) -> list[Candidate]:
     eligible = sorted(
         (c for c in cands if c.eligible),
-        key=lambda c: (round(c.cost.us, 3) if c.cost else float("inf"), c.spec.priority, c.spec.key),
+        key=lambda c: (
+            round(c.cost.us, 3) if c.cost else float("inf"),
+            c.conversion is not None,  # at equal cost, serve the checkpoint as stored
+            c.spec.priority,
+            c.key,
+        ),
     )
     rejected = [c for c in cands if not c.eligible]
     return eligible + rejected
@@ -165,7 +134,8 @@ def _decide_group(
     specs: tuple[VariantSpec, ...],
     advisories: tuple[Advisory, ...],
     workload: Workload,
-) -> tuple[list[Candidate], str]:
+    conversion: ConversionOptions,
+) -> tuple[list[Candidate], list[Candidate], str]:
     scenario = Scenario(group, deployment, software, engine, model.architecture, model.model_type)
     profile = engine_profile(engine)
     engine_version = profile.version if profile else None
@@ -176,7 +146,10 @@ def _decide_group(
         if cand.eligible:
             cand = Candidate(spec, reasons, workload_cost(spec, group, deployment, workload))
         cands.append(cand)
-    return _rank(cands), fallback_path(engine, group, deployment.device)
+    converted = conversion_candidates(
+        group, model, deployment, software, engine, specs, advisories, workload, conversion, engine_version
+    )
+    return _rank(cands), _rank(converted), fallback_path(engine, group, deployment.device)
 
 
 def decide(
@@ -190,6 +163,7 @@ def decide(
     advisories: tuple[Advisory, ...] = (),
     workload: Workload | None = None,
     registry: Registry | None = None,
+    conversion: ConversionOptions | None = None,
 ) -> Decision:
     """Decide the backend of every layer group.
 
@@ -197,19 +171,26 @@ def decide(
     engine's non-fused path, named in ``fallback``). With ``override``, the named backend
     (variant) must be eligible for every group: otherwise :class:`OverrideRefusedError` lists
     every reason, unless ``allow_fallback``, in which case the group falls back to automatic
-    selection with a warning naming what runs instead.
+    selection with a warning naming what runs instead. ``conversion`` governs load-time
+    conversions (enabled, lossless only, by default); a converting candidate is chosen only when
+    it is expected to be faster than every candidate serving the checkpoint as stored.
     """
     reg = registry or load_registry()
     workload = workload or Workload.default(deployment.parallel.tokens_per_rank)
+    conversion = conversion or ConversionOptions()
     if override is not None:
         _check_override_name(override, reg)
     groups: list[GroupDecision] = []
     warnings: list[str] = []
     refusals: list[str] = []
     for group in model.layer_groups:
-        ranked, fallback = _decide_group(group, model, deployment, software, engine, reg.variants, advisories, workload)
-        auto = next((c for c in ranked if c.eligible), None)
+        ranked, converted, fallback = _decide_group(
+            group, model, deployment, software, engine, reg.variants, advisories, workload, conversion
+        )
+        auto = next(iter(_rank([c for c in ranked + converted if c.eligible])), None)
         notes: list[str] = []
+        if auto is not None and auto.conversion is not None:
+            notes.append(_conversion_note(auto, next((c for c in ranked if c.eligible), None), model, deployment))
         nonfused = _best_nonfused(group, deployment, engine, workload)
         if nonfused is not None:
             auto, note = _weigh_nonfused(auto, nonfused, workload)
@@ -224,7 +205,9 @@ def decide(
         chosen = auto
         if override is not None:
             wanted = [
-                c for c in ranked if c.spec.backend == override.backend and override.variant in (None, c.spec.variant)
+                c
+                for c in ranked + converted
+                if c.spec.backend == override.backend and override.variant in (None, c.spec.variant)
             ]
             ok = next((c for c in wanted if c.eligible), None)
             if ok is not None:
@@ -238,7 +221,7 @@ def decide(
                     for c in wanted
                 ]
                 if allow_fallback:
-                    instead = chosen.spec.key if chosen else f"no fused backend ({fallback})"
+                    instead = chosen.key if chosen else f"no fused backend ({fallback})"
                     warnings.append(
                         f"--moe-backend {override} cannot run layer group '{group.name}' "
                         f"({'; '.join(lines)}); falling back to {instead}"
@@ -247,14 +230,27 @@ def decide(
                     refusals.append(
                         f"layer group '{group.name}' (layers {layer_span(group.layers)}): " + " | ".join(lines)
                     )
-        groups.append(GroupDecision(group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes), nonfused))
+        groups.append(
+            GroupDecision(
+                group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes), nonfused, tuple(converted)
+            )
+        )
     if refusals:
         raise OverrideRefusedError(
             f"--moe-backend {override} cannot run on this deployment: " + " || ".join(refusals),
             fix="choose another backend, fix the deployment as each reason says, or pass --allow-fallback.",
         )
     return Decision(
-        model, deployment, software, engine, override, allow_fallback, workload, tuple(groups), tuple(warnings)
+        model,
+        deployment,
+        software,
+        engine,
+        override,
+        allow_fallback,
+        workload,
+        tuple(groups),
+        tuple(warnings),
+        conversion,
     )
 
 
@@ -270,6 +266,24 @@ def _best_nonfused(
         if best is None or cost.us < best.cost.us:
             best = NonFusedEstimate(path.key, path.description, cost)
     return best
+
+
+def _conversion_note(
+    chosen: Candidate, stored: Candidate | None, model: ModelDescription, deployment: Deployment
+) -> str:
+    conv = chosen.conversion
+    assert conv is not None
+    ep = deployment.parallel.ep
+    after = expert_bytes_per_rank(model, ep, conv) / (1 << 30)
+    before = expert_bytes_per_rank(model, ep) / (1 << 30)
+    gain = ""
+    if stored is not None and stored.cost is not None and chosen.cost is not None:
+        gain = f"; expected {stored.cost.us / chosen.cost.us:.2f}x faster than {stored.spec.key} as stored"
+    return (
+        f"{chosen.key}: converts the routed experts {conv.label} at load "
+        f"({'lossless: ' if conv.lossless else 'LOSSY: '}{conv.condition}); experts per rank {before:.1f} -> "
+        f"{after:.1f} GiB{gain}"
+    )
 
 
 def _weigh_nonfused(

@@ -35,6 +35,12 @@ ENGINES = [e.value for e in Engine]
     show_default=True,
     help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
 )
+@click.option("--no-convert", is_flag=True, help="Forbid load-time conversion of the routed experts.")
+@click.option(
+    "--allow-lossy-conversion",
+    is_flag=True,
+    help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
+)
 @click.option(
     "--decode-tokens", type=click.IntRange(min=1), default=32, show_default=True, help="Decode batch per rank."
 )
@@ -44,6 +50,7 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.advisories import load_advisories
+    from moe_oracle.conversions import ConversionOptions
     from moe_oracle.cost.model import Workload
     from moe_oracle.record import decision_to_json, load_record, replay_inputs
     from moe_oracle.selection import Override, decide
@@ -84,6 +91,7 @@ def select(model: str | None, **kw: Any) -> None:
     advisories = load_advisories(kw.pop("advisories"))
     env = env_from(kw.pop("env_items"))
     software_name = kw.pop("software")
+    conversion = ConversionOptions(enabled=not kw.pop("no_convert"), allow_lossy=kw.pop("allow_lossy_conversion"))
     workload_text = kw.pop("workload")
     decode_tokens = kw.pop("decode_tokens")
     flags = flags_from(kw)
@@ -105,6 +113,7 @@ def select(model: str | None, **kw: Any) -> None:
         allow_fallback=allow_fallback,
         advisories=advisories,
         workload=workload,
+        conversion=conversion,
     )
     doc = decision_to_json(decision, advisories, origin)
     _emit(decision, doc, as_json, all_reasons)

@@ -31,7 +31,7 @@ def _group_title(g: GroupDecision) -> str:
 
 def _signature(g: GroupDecision) -> tuple[Any, ...]:
     return (
-        g.chosen.spec.key if g.chosen else None,
+        g.chosen.key if g.chosen else None,
         tuple((c.spec.key, tuple((r.code, r.message) for r in c.reasons)) for c in g.candidates),
     )
 
@@ -65,7 +65,7 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
         sig = _signature(g)
         if g.chosen is not None:
             cost = f"  ~{g.chosen.cost.us:,.0f} us/call" if g.chosen.cost else ""
-            con.print(f"  [green]chosen[/green]: [bold]{g.chosen.spec.key}[/bold]{cost}")
+            con.print(f"  [green]chosen[/green]: [bold]{g.chosen.key}[/bold]{cost}")
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
         else:

@@ -48,7 +48,9 @@ def short_code(code: ReasonCode | str) -> str:
 def cell_mark(cell: Cell, *, short: bool = False) -> str:
     """``★`` chosen, ``✓`` supported, ``? CODE`` unverifiable, ``✗ CODE +N`` rejected."""
     if cell.verdict is Verdict.SUPPORTED:
-        return f"{CHOSEN} chosen" if cell.chosen else SUPPORTED
+        if cell.chosen:
+            return f"{CHOSEN} convert" if cell.conversion else f"{CHOSEN} chosen"
+        return SUPPORTED
     shown = cell.shown
     code = shown[0].code
     text = short_code(code) if short else code.value
@@ -84,6 +86,7 @@ def hidden_other_arch(matrix: Matrix, rows: Sequence[int]) -> tuple[list[int], l
 
 LEGEND: tuple[tuple[str, str], ...] = (
     (f"{CHOSEN} chosen", "supported, and the oracle's choice for the scenario (what `moe-oracle select` picks)"),
+    (f"{CHOSEN} convert", "the oracle's choice after converting the routed experts at load (e.g. MXFP4 to FP8)"),
     (SUPPORTED, "supported: eligible, not chosen (higher expected cost)"),
     (f"{UNVERIFIABLE} CODE", "unverifiable: eligible except for rules not verifiable from declarations"),
     (f"{CHOSEN}{UNVERIFIABLE} CODE", "unverifiable, yet the oracle's choice (select notes the unverifiable rules)"),

@@ -46,6 +46,7 @@ class GroupVerdict:
     chosen: bool
     reasons: tuple[Reason, ...]
     expected_us: float | None
+    conversion: str | None = None  # "mxfp4->fp8_block" when served after a load-time conversion
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -55,6 +56,7 @@ class GroupVerdict:
             "weights": self.group.weight_quant.label(),
             "verdict": self.verdict.value,
             "chosen": self.chosen,
+            "conversion": self.conversion,
             "expected_us": self.expected_us,
             "reasons": [r.to_json() for r in self.reasons],
         }
@@ -75,7 +77,7 @@ class MatrixScenario:
     def chosen(self) -> str | None:
         """The oracle's choice for the main layer group (``backend:variant``), or None."""
         c = self.decision.main.chosen
-        return c.spec.key if c is not None else None
+        return c.key if c is not None else None
 
     @property
     def fallback(self) -> str | None:
@@ -128,6 +130,10 @@ class Cell:
     @property
     def chosen(self) -> bool:
         return self.main.chosen
+
+    @property
+    def conversion(self) -> str | None:
+        return self.main.conversion
 
     @property
     def reasons(self) -> tuple[Reason, ...]:
@@ -237,9 +243,12 @@ def _group_verdicts(decision: Decision, spec: VariantSpec) -> tuple[GroupVerdict
     out = []
     for g in decision.groups:
         cand = next(c for c in g.candidates if c.spec.key == spec.key)
-        chosen = g.chosen is not None and g.chosen.spec.key == spec.key
+        if g.chosen is not None and g.chosen.spec.key == spec.key:
+            cand = g.chosen  # possibly the variant after a load-time conversion (its key says so)
+        chosen = g.chosen is cand
         us = None if cand.cost is None else round(cand.cost.us, 1)
-        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us))
+        conv = cand.conversion.label if cand.conversion else None
+        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us, conv))
     return tuple(out)
 
 

@@ -25,6 +25,8 @@ class ReasonCode(str, Enum):
     ROUTING_UNSUPPORTED = "ROUTING_UNSUPPORTED"
     TOKENS_UNSUPPORTED = "TOKENS_UNSUPPORTED"
     HEAP_TOO_SMALL = "HEAP_TOO_SMALL"
+    MEMORY_EXCEEDED = "MEMORY_EXCEEDED"
+    CONVERSION_LOSSY = "CONVERSION_LOSSY"
     ENGINE_UNSUPPORTED = "ENGINE_UNSUPPORTED"
     KNOWN_BAD = "KNOWN_BAD"
 
@@ -53,6 +55,8 @@ _MEANING: dict[ReasonCode, str] = {
     ReasonCode.ROUTING_UNSUPPORTED: "The engine's mega path does not implement this routing method.",
     ReasonCode.TOKENS_UNSUPPORTED: "The per-rank token capacity breaks the kernel's rule.",
     ReasonCode.HEAP_TOO_SMALL: "The symmetric heap configured is smaller than the kernel needs.",
+    ReasonCode.MEMORY_EXCEEDED: "Converted expert weights would not fit per rank with room for the KV cache.",
+    ReasonCode.CONVERSION_LOSSY: "A load-time format conversion would change the model's numerics (needs opt-in).",
     ReasonCode.ENGINE_UNSUPPORTED: "The target engine version has no code path for this backend here.",
     ReasonCode.KNOWN_BAD: "A published advisory says this combination gives wrong results.",
 }

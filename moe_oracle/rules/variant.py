@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moe_oracle.rules.check import Check, Reason
+from moe_oracle.rules.conversion import Conversion
 from moe_oracle.rules.scenario import Scenario
 from moe_oracle.runtime.recipe import Recipe
 
@@ -18,6 +19,8 @@ class VariantSpec:
     hardware folder (``cuda_sm90``). ``runtime`` is an ``module:attribute`` path to the data-path
     implementation, imported only when a layer is built. ``priority`` breaks cost ties
     (lower first). ``recipe`` says where the kernel quantizes (the emulation twin follows it).
+    ``conversions`` lists checkpoint formats the variant can also serve after converting the
+    experts at load.
     """
 
     backend: str
@@ -32,6 +35,7 @@ class VariantSpec:
     sources: tuple[str, ...] = ()
     runtime: str | None = None
     priority: int = 100
+    conversions: tuple[Conversion, ...] = ()
 
     @property
     def key(self) -> str:

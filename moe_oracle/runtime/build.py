@@ -10,6 +10,7 @@ the fix; never an ImportError traceback.
 from __future__ import annotations
 
 import importlib
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from moe_oracle.runtime.errors import BackendUnavailableError, UnknownVariantError
@@ -136,4 +137,14 @@ def build_layer_for_decision(
             fix="run the engine's non-fused MoE for this group, or change the deployment.",
         )
     config = layer_config_for(decision, group, **config_kwargs)
-    return build_layer(gd.chosen.spec, config, experts, emulate=emulate)
+    conv = gd.chosen.conversion
+    if conv is None:
+        return build_layer(gd.chosen.spec, config, experts, emulate=emulate)
+    from moe_oracle.runtime.converting import ConvertingLayer
+
+    converted = config.group.model_copy(update={"weight_quant": conv.target})
+    inner = build_layer(gd.chosen.spec, replace(config, group=converted), emulate=emulate)
+    layer = ConvertingLayer(inner, conv, allow_lossy=decision.conversion.allow_lossy)
+    if experts is not None:
+        layer.load(experts)
+    return layer

@@ -34,7 +34,7 @@ class ConversionReport:
 
     @property
     def lossless(self) -> bool:
-        return not self.lossy_blocks
+        return not self.lossy_blocks and self.changed_elements == 0
 
 
 def _requant_blocks(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -80,5 +80,35 @@ def mxfp4_to_fp8_block(
         raise ValueError(f"scale_format must be 'fp32' or 'ue8m0', got {scale_format!r}")
     out = CheckpointExperts(
         quant, torch.cat(outs["w13"]), torch.cat(outs["w2"]), w13_s, w2_s, first_expert=experts.first_expert
+    )
+    return out, report
+
+
+def bf16_to_fp8_block(
+    experts: CheckpointExperts, *, chunk_experts: int = 8
+) -> tuple[CheckpointExperts, ConversionReport]:
+    """Quantize BF16 experts to FP8 E4M3 with FP32 128x128 block scales (``amax / 448``, as DeepGEMM's
+    ``per_block_cast_to_fp8``). Lossy by nature: the report counts every element that changed."""
+    if experts.quant.format is not WeightFormat.BF16:
+        raise ValueError(f"expected BF16 experts, got {experts.quant.label()}")
+    report = ConversionReport()
+    outs: dict[str, list[torch.Tensor]] = {"w13": [], "w2": [], "w13_s": [], "w2_s": []}
+    for start in range(0, experts.num_experts, chunk_experts):
+        stop = min(experts.num_experts, start + chunk_experts)
+        for name, w in (("w13", experts.w13[start:stop]), ("w2", experts.w2[start:stop])):
+            for mat in w:  # one expert's matrix at a time: quantize_fp8_block is 2-D
+                q, s = N.quantize_fp8_block(mat, (BLOCK, BLOCK), "fp32")
+                back = N.dequantize_fp8_block(q, s, (BLOCK, BLOCK))
+                outs[name].append(q.unsqueeze(0))
+                outs[f"{name}_s"].append(s.unsqueeze(0))
+                report.total_blocks += s.numel()
+                report.changed_elements += int((back != mat.float()).sum())
+    out = CheckpointExperts(
+        FP8_BLOCK_FP32,
+        torch.cat(outs["w13"]),
+        torch.cat(outs["w2"]),
+        torch.cat(outs["w13_s"]),
+        torch.cat(outs["w2_s"]),
+        first_expert=experts.first_expert,
     )
     return out, report

@@ -26,9 +26,13 @@ def test_v4_flash_on_8_h200_with_vllm_profile_has_nothing_eligible():
     assert not any(c.eligible for c in d.main.candidates)
 
 
-def test_v4_flash_on_h200_with_every_kernel_chooses_sm90_fp4():
+def test_v4_flash_on_h200_with_every_kernel_chooses_fp8_after_conversion():
+    # the FP8 kernel is faster on SM90 (h200.md §4) and the converted experts fit at EP8
     d = run(V4_FLASH, "h200", dp=8, ep=8)
-    assert chosen(d) == "deep_gemm_mega_moe:sm90_fp8xfp4"
+    assert d.main.chosen is not None
+    assert d.main.chosen.key == "deep_gemm_mega_moe:sm90_fp8xfp8+convert(mxfp4->fp8_block)"
+    # at EP1 they do not fit, and the MXFP4 kernel serves the checkpoint as stored
+    assert chosen(run(V4_FLASH, "h200", gpus_per_node=1)) == "deep_gemm_mega_moe:sm90_fp8xfp4"
 
 
 def test_glm5_fp8_on_h200_sglang_chooses_sm90_fp8():

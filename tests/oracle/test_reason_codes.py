@@ -220,6 +220,30 @@ def test_every_reason_code_is_covered():
         "HEAP_TOO_SMALL": "test_heap_too_small",
         "ENGINE_UNSUPPORTED": "test_engine_unsupported",
         "KNOWN_BAD": "test_known_bad_from_bundled_advisory",
+        "MEMORY_EXCEEDED": "test_memory_exceeded",
+        "CONVERSION_LOSSY": "test_conversion_lossy",
     }
     assert set(covered) == {c.value for c in ReasonCode}
     assert set(covered.values()) <= tests
+
+
+def test_memory_exceeded():
+    from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+    from moe_oracle.model.resolve import resolve_model
+    from moe_oracle.selection import decide
+
+    dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
+    sw, _ = resolve_software(None, "h200")
+    (conv,) = decide(resolve_model(V4_FLASH), dep, sw).main.conversions
+    assert "MEMORY_EXCEEDED" in [r.code.value for r in conv.failures]
+
+
+def test_conversion_lossy():
+    from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+    from moe_oracle.selection import decide
+
+    dep, _ = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))
+    sw, _ = resolve_software(None, "h200")
+    (conv,) = decide(manual(fmt="bf16"), dep, sw).main.conversions
+    assert [r.code.value for r in conv.failures] == ["CONVERSION_LOSSY"]
+    assert "--allow-lossy-conversion" in conv.failures[0].remediation

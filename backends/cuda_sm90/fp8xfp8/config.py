@@ -10,7 +10,7 @@ from __future__ import annotations
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
-from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import Conversion, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.runtime.recipe import ActQuant, Recipe
 from moe_oracle.spec.device import Arch
@@ -25,6 +25,29 @@ def _fp8_block_128(q: QuantSpec) -> bool:
         and q.scale_format in (ScaleFormat.FP32, ScaleFormat.UE8M0)
     )
 
+
+_FP8_POW2 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="ue8m0", source="load-time conversion")
+
+#: MXFP4 -> FP8 block-128 is exact while a block's 32-groups span at most 14 binades (h200.md §4
+#: motivates it: the FP8 kernel is faster on SM90); BF16 -> FP8 quantizes and changes numerics.
+CONVERSIONS = (
+    Conversion(
+        source=WeightFormat.MXFP4,
+        target=_FP8_POW2,
+        lossless=True,
+        condition="every 128x128 block's MXFP4 group exponents span <= 14 (checked per block at load)",
+        runtime="moe_oracle.runtime.convert:mxfp4_to_fp8_block",
+        sources=("issue: load-time format conversion", "h200.md §4 (FP8 1.1-1.3x faster than FP8xMXFP4)"),
+    ),
+    Conversion(
+        source=WeightFormat.BF16,
+        target=QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32", source="load-time conversion"),
+        lossless=False,
+        condition="BF16 -> FP8 E4M3 quantization (per 128x128 block, amax/448 scales)",
+        runtime="moe_oracle.runtime.convert:bf16_to_fp8_block",
+        sources=("issue: load-time format conversion",),
+    ),
+)
 
 VARIANT = VariantSpec(
     backend=BACKEND,
@@ -75,4 +98,5 @@ VARIANT = VariantSpec(
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     priority=10,
+    conversions=CONVERSIONS,
 )

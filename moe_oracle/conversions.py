@@ -1,0 +1,120 @@
+"""Load-time conversion candidates: a variant serving a checkpoint format after converting it.
+
+For each variant that declares a :class:`~moe_oracle.rules.Conversion` from the group's format,
+the variant is judged on the converted group with the same rules as any candidate, plus:
+
+- numerics: a conversion that is not lossless by construction is refused with
+  ``CONVERSION_LOSSY`` unless lossy conversion was allowed;
+- memory: the model's routed experts per rank, converted, must stay within
+  ``EXPERT_MEMORY_FRACTION`` of the device memory (the rest is for the other weights, activations
+  and the KV cache), else ``MEMORY_EXCEEDED``;
+- engine: only moe-oracle's own runtime converts at load; an engine loads checkpoints as stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.advisories import Advisory
+from moe_oracle.candidate import Candidate, evaluate_candidate
+from moe_oracle.cost.model import Workload, workload_cost
+from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
+from moe_oracle.software.types import SoftwareProfile
+from moe_oracle.spec.deployment import Deployment
+
+#: Share of a GPU's memory the routed experts may take after a conversion.
+EXPERT_MEMORY_FRACTION = 0.6
+GIB = 1 << 30
+
+
+@dataclass(frozen=True)
+class ConversionOptions:
+    """``enabled=False`` is ``--no-convert``; ``allow_lossy`` is ``--allow-lossy-conversion``."""
+
+    enabled: bool = True
+    allow_lossy: bool = False
+
+
+def expert_bytes_per_rank(model: ModelDescription, ep: int, conversion: Conversion | None = None) -> int:
+    """Routed-expert bytes one rank holds for the whole model, with ``conversion`` applied to every
+    group of its source format (all such groups convert alike)."""
+    total = 0
+    for g in model.layer_groups:
+        if conversion is not None and g.weight_format is conversion.source:
+            g = g.model_copy(update={"weight_quant": conversion.target})
+        total += len(g.layers) * (g.num_experts // ep) * g.expert_weight_bytes()
+    return total
+
+
+def _conversion_reasons(
+    conv: Conversion, model: ModelDescription, deployment: Deployment, engine: Engine, options: ConversionOptions
+) -> list[Reason]:
+    reasons = []
+    if engine is not Engine.NONE:
+        reasons.append(
+            Reason(
+                ReasonCode.ENGINE_UNSUPPORTED,
+                f"{engine.value} loads routed experts as stored; converting {conv.label} at load is moe-oracle's "
+                "runtime",
+                "Serve a converted checkpoint, or use --engine none with moe-oracle's runtime.",
+                rule="load-time conversion with --engine none",
+            )
+        )
+    if not conv.lossless and not options.allow_lossy:
+        reasons.append(
+            Reason(
+                ReasonCode.CONVERSION_LOSSY,
+                f"converting {conv.label} changes the model's numerics ({conv.condition})",
+                "Pass --allow-lossy-conversion to accept it, after checking accuracy (moe-oracle accuracy).",
+                rule="lossless conversion, or --allow-lossy-conversion",
+                sources=conv.sources,
+            )
+        )
+    ep = deployment.parallel.ep
+    need = expert_bytes_per_rank(model, ep, conv)
+    budget = EXPERT_MEMORY_FRACTION * deployment.device.memory_gib * GIB
+    if need > budget:
+        now = expert_bytes_per_rank(model, ep)
+        reasons.append(
+            Reason(
+                ReasonCode.MEMORY_EXCEEDED,
+                f"after converting {conv.label} the routed experts take {need / GIB:.1f} GiB per rank at ep={ep} "
+                f"(stored: {now / GIB:.1f} GiB), above {EXPERT_MEMORY_FRACTION:.0%} of {deployment.device.name}'s "
+                f"{deployment.device.memory_gib:g} GiB",
+                "Raise the EP size (experts per rank scale with 1/ep), or serve the stored format.",
+                rule=f"converted experts per rank <= {EXPERT_MEMORY_FRACTION:.0%} of device memory",
+            )
+        )
+    return reasons
+
+
+def conversion_candidates(
+    group: MoELayerGroup,
+    model: ModelDescription,
+    deployment: Deployment,
+    software: SoftwareProfile,
+    engine: Engine,
+    specs: tuple[VariantSpec, ...],
+    advisories: tuple[Advisory, ...],
+    workload: Workload,
+    options: ConversionOptions,
+    engine_version: str | None,
+) -> list[Candidate]:
+    """Every variant that could serve ``group`` after converting its experts, judged and costed."""
+    if not options.enabled:
+        return []
+    out = []
+    for spec in specs:
+        for conv in spec.conversions:
+            if conv.source is not group.weight_format:
+                continue
+            converted = group.model_copy(update={"weight_quant": conv.target})
+            scenario = Scenario(converted, deployment, software, engine, model.architecture, model.model_type)
+            reasons = evaluate_candidate(spec, scenario, advisories, engine_version)
+            reasons += _conversion_reasons(conv, model, deployment, engine, options)
+            cand = Candidate(spec, tuple(reasons), conversion=conv)
+            if cand.eligible:
+                cand = Candidate(spec, cand.reasons, workload_cost(spec, converted, deployment, workload), conv)
+            out.append(cand)
+    return out

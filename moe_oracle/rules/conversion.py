@@ -1,0 +1,44 @@
+"""Load-time format conversions a variant can consume, declared with the variant.
+
+An MXFP4 checkpoint on SM90 can be served by the FP8 x FP8 kernel after converting its experts to
+FP8 block-128 at load: the FP8 kernel is 1.1-1.3x faster on the H200 although it reads twice the
+bytes (``shared/reference/h200.md`` §4). The oracle weighs such a conversion as one more candidate:
+its numerics (lossless or not), its memory (the converted experts per rank) and its cost.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.model.types import QuantSpec, WeightFormat
+
+
+@dataclass(frozen=True)
+class Conversion:
+    """Converting routed experts from ``source`` to ``target`` at load.
+
+    ``lossless``: every value survives exactly when ``condition`` holds; the loader checks it block
+    by block and refuses a lossy block unless lossy conversion was allowed. A conversion that is
+    not lossless by construction (BF16 or FP32-scaled FP8 to a coarser format) is chosen only with
+    an explicit opt-in, since it changes the model's numerics. ``runtime`` is the ``module:function``
+    that converts a layer's ``CheckpointExperts`` and returns ``(experts, report)``.
+    """
+
+    source: WeightFormat
+    target: QuantSpec
+    lossless: bool
+    condition: str
+    runtime: str
+    sources: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.source.value}->{self.target.format.value}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "from": self.source.value,
+            "to": self.target.label(),
+            "lossless": self.lossless,
+            "condition": self.condition,
+        }
