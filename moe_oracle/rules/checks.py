@@ -7,6 +7,7 @@ check_mega_moe_shapes; DeepGEMM's host check needs only 128)``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 
 from moe_oracle.model.types import MoELayerGroup, QuantSpec
@@ -224,22 +225,27 @@ def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = 
     )
 
 
-def library_version(library: str, spec: str, *, why: str, sources: Sources) -> Check:
-    """``library``'s version must satisfy the PEP 440 specifier ``spec`` (unknown versions pass)."""
+@functools.lru_cache(maxsize=256)
+def _satisfies(version: str, spec: str) -> bool | None:
+    """PEP 440 containment (pre-releases included); None for a version that does not parse."""
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version
 
-    wanted = SpecifierSet(spec)
+    try:
+        return SpecifierSet(spec).contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return None
+
+
+def library_version(library: str, spec: str, *, why: str, sources: Sources) -> Check:
+    """``library``'s version must satisfy the PEP 440 specifier ``spec`` (unknown versions pass)."""
+    from packaging.specifiers import SpecifierSet
+
+    SpecifierSet(spec)  # a bad declaration fails at import, not at decision time
 
     def test(sc: Scenario) -> Finding | None:
         lib = sc.software.library(library)
-        if lib is None or lib.version is None:
-            return None
-        try:
-            version = Version(lib.version)
-        except InvalidVersion:
-            return None
-        if wanted.contains(version, prereleases=True):
+        if lib is None or lib.version is None or _satisfies(lib.version, spec) is not False:
             return None
         return Finding(f"{library} {lib.version} does not satisfy {spec} ({why})")
 
