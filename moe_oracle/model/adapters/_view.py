@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from moe_oracle.errors import ModelConfigError
@@ -166,65 +166,41 @@ class ConfigView:
             raise self.error(path, value, f"expected {expected}")
         return number
 
-    def get_bool(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> bool:
-        expected = "true or false" + (f" ({what})" if what else "")
+    def _typed(self, keys: Keys, default: Any, expected: str, ok: Callable[[Any], bool], name_type: bool) -> Any:
+        """The value at ``keys`` if ``ok(value)``; ``default`` when absent (an error when none).
+
+        ``name_type`` puts the found JSON type in the message (``a JSON string, expected ...``).
+        """
         found = self.lookup(keys)
         if found is None:
             if default is _MISSING:
                 raise self.missing(keys, expected)
             return default
         path, value = found
-        if not isinstance(value, bool):
-            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
+        if not ok(value):
+            found_type = f"a JSON {json_type(value)}, " if name_type else ""
+            raise self.error(path, value, f"{found_type}expected {expected}")
         return value
+
+    def get_bool(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> bool:
+        expected = "true or false" + (f" ({what})" if what else "")
+        return self._typed(keys, default, expected, lambda v: isinstance(v, bool), True)
 
     def get_str(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> str:
         expected = "a string" + (f" ({what})" if what else "")
-        found = self.lookup(keys)
-        if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
-            return default
-        path, value = found
-        if not isinstance(value, str):
-            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
-        return value
+        return self._typed(keys, default, expected, lambda v: isinstance(v, str), True)
 
     def get_choice(self, keys: Keys, choices: Sequence[str], *, default: Any = _MISSING, what: str = "") -> str:
         expected = "one of " + ", ".join(choices) + (f" ({what})" if what else "")
-        found = self.lookup(keys)
-        if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
-            return default
-        path, value = found
-        if not isinstance(value, str) or value not in choices:
-            raise self.error(path, value, f"expected {expected}")
-        return value
+        return self._typed(keys, default, expected, lambda v: isinstance(v, str) and v in choices, False)
 
     def get_list(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> list:
         expected = "an array" + (f" ({what})" if what else "")
-        found = self.lookup(keys)
-        if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
-            return default
-        path, value = found
-        if not isinstance(value, list):
-            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
-        return value
+        return self._typed(keys, default, expected, lambda v: isinstance(v, list), True)
 
     def get_dict(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> dict:
         expected = "an object" + (f" ({what})" if what else "")
-        found = self.lookup(keys)
-        if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
-            return default
-        path, value = found
-        if not isinstance(value, dict):
-            raise self.error(path, value, f"a JSON {json_type(value)}, expected {expected}")
-        return value
+        return self._typed(keys, default, expected, lambda v: isinstance(v, dict), True)
 
 
 def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_id: str) -> int:
