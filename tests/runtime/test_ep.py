@@ -22,11 +22,9 @@ def _tokens(rank: int):
     g = torch.Generator().manual_seed(100 + rank)
     t = (0, 5, 1, 9)[rank % 4]  # ragged, one rank with no tokens
     x = torch.randn(t, H, generator=g)
-    ids = (
-        torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(t)])
-        if t
-        else torch.empty(0, K, dtype=torch.long)
-    )
+    if not t:
+        return x, torch.empty(0, K, dtype=torch.long), torch.empty(0, K)
+    ids = torch.stack([torch.randperm(E, generator=g)[:K] for _ in range(t)])
     ids[0, -1] = -1  # a masked slot
     return x, ids, torch.rand(t, K, generator=g)
 
