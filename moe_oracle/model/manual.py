@@ -34,6 +34,7 @@ from moe_oracle.model.types import (
     MAX_INTERMEDIATE_SIZE,
     MAX_LAYERS,
     MAX_TOP_K,
+    ROLE_GROUP_NAMES,
     Activation,
     ModelDescription,
     MoELayerGroup,
@@ -54,8 +55,6 @@ FORMAT_DEFAULTS: dict[WeightFormat, tuple[tuple[int, int] | None, ScaleFormat, b
     WeightFormat.NVFP4: ((1, 16), ScaleFormat.E4M3, True),
 }
 
-_ROLES = ("routed", "hash", "mtp", "draft")
-_ROLE_NAMES = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
 _FIX = "see the `moe-oracle model --json` output of a preset for the expected shape"
 
 
@@ -197,10 +196,10 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
     for key in ("layers", "hidden_size", "moe_intermediate_size", "num_experts", "top_k", "weight_format"):
         if data.get(key) is None:
             raise ModelConfigError(f"{ctx.where}: {path}.{key} is missing", fix=_FIX)
-    role = ctx.choice(data.get("role", "routed"), f"{path}.role", list(_ROLES))
+    role = ctx.choice(data.get("role", "routed"), f"{path}.role", list(ROLE_GROUP_NAMES))
     name = data.get("name")
     if name is None:
-        name = _ROLE_NAMES[role]
+        name = ROLE_GROUP_NAMES[role]
         stem, n = name, 2
         while name in used_names:
             name, n = f"{stem}_{n}", n + 1

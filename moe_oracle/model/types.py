@@ -160,6 +160,9 @@ class Routing(_Frozen):
 
 LayerRole = Literal["routed", "hash", "mtp", "draft"]
 
+#: The default group name of each role (a format suffix is added when one role has two formats).
+ROLE_GROUP_NAMES: dict[str, str] = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
+
 
 class MoELayerGroup(_Frozen):
     """Layers of one model that share shape, weight format and routing.

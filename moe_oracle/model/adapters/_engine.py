@@ -28,6 +28,7 @@ from moe_oracle.model.types import (
     MAX_INTERMEDIATE_SIZE,
     MAX_LAYERS,
     MAX_TOP_K,
+    ROLE_GROUP_NAMES,
     Activation,
     ModelDescription,
     MoELayerGroup,
@@ -41,7 +42,6 @@ MAX_EXTRA_LAYERS = 64
 MAX_SCALING_FACTOR = 1e4
 MAX_SWIGLU_LIMIT = 1e6
 
-ROLE_NAMES = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
 
 _LAYER_TYPES = {"dense": None, "sparse": "routed", "moe": "routed", "hash_moe": "hash"}
 
@@ -329,7 +329,7 @@ def _group_layers(rows: list[dict[str, Any]]) -> tuple[MoELayerGroup, ...]:
 
     groups: list[MoELayerGroup] = []
     for role, buckets in by_role.items():
-        base = ROLE_NAMES[role]
+        base = ROLE_GROUP_NAMES[role]
         names: list[str] = []
         for members in buckets.values():
             if len(buckets) == 1:
