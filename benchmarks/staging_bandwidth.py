@@ -11,45 +11,14 @@ rotating through enough input sets to defeat the L2 cache. Run on a GPU:
 
 from __future__ import annotations
 
-import statistics
-
 import torch
+from _timing import copy_bandwidth, time_us
 
 from moe_oracle.kernels.staging_triton import stage
 from moe_oracle.numerics import quantize_fp8, quantize_mxfp8
 
 TOPK = 6
 SETS = 4  # input sets rotated through (each >= 32 MB at T=4096, H=4096: past the 60 MB L2 together)
-
-
-def copy_bandwidth() -> float:
-    """Device-to-device copy bandwidth in bytes/s (bytes read + written), 2 GiB buffers."""
-    # 4 GiB each way, as the device notes measured it (8.6 GB moved in ~2 ms); the GPU clocks up in warm-up
-    a = torch.randn(1 << 30, device="cuda")
-    b = torch.empty_like(a)
-    return 2 * a.numel() * a.element_size() / (time_us(lambda: b.copy_(a)) * 1e-6)
-
-
-def time_us(fn, reps: int = 50, graph: bool = True) -> float:
-    """Median microseconds of ``fn``: CUDA-graph replays, or plain launches for code that syncs the host."""
-    for _ in range(5):
-        fn()
-    torch.cuda.synchronize()
-    run = fn
-    if graph:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        run = g.replay
-    times = []
-    for _ in range(reps):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        run()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
 
 
 def eager(x, ids, w, recipe):
@@ -70,6 +39,29 @@ def buffers(t: int, h: int, recipe: str) -> tuple[torch.Tensor, ...]:
     )
 
 
+def copy_same_bytes_us(nbytes: int) -> float:
+    """Microseconds of a device-to-device copy moving ``nbytes`` (read + written), rotated like the inputs."""
+    srcs = [torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda") for _ in range(SETS)]
+    pairs = [(src, torch.empty_like(src)) for src in srcs]
+    return time_us(lambda: [dst.copy_(src) for src, dst in pairs], reps=50, flush=False) / SETS
+
+
+def tune(recipe: str, t: int, h: int) -> list[tuple[float, int, int, int]]:
+    """(us, block_m, groups_per_prog, num_warps) for a grid of tile shapes, fastest first."""
+    xs = [torch.randn(t, h, device="cuda").bfloat16() for _ in range(SETS)]
+    ids = torch.randint(0, 256, (t, TOPK), device="cuda")
+    w = torch.rand(t, TOPK, device="cuda")
+    ox, osf, oi, ow = buffers(t, h, recipe)
+    out = []
+    for bm in (2, 4, 8, 16):
+        for gpp in (2, 4, 8) if recipe == "fp8_g128" else (8, 16, 32):
+            for nw in (4, 8):
+                kw = dict(recipe=recipe, block_m=bm, groups_per_prog=gpp, num_warps=nw)
+                us = time_us(lambda kw=kw: [stage(x, ids, w, ox, osf, oi, ow, **kw) for x in xs], reps=30, flush=False)
+                out.append((us / SETS, bm, gpp, nw))
+    return sorted(out)
+
+
 def measure(recipe: str, t: int, h: int, dg) -> tuple[float, float, float, int]:
     """(ours us, eager us, DeepGEMM us or nan, bytes moved by one staging call)."""
     xs = [torch.randn(t, h, device="cuda").bfloat16() for _ in range(SETS)]
@@ -81,18 +73,30 @@ def measure(recipe: str, t: int, h: int, dg) -> tuple[float, float, float, int]:
         rq, rs, _, _ = eager(x, ids, w, recipe)
         assert torch.equal(ox.view(torch.uint8), rq.view(torch.uint8)), (recipe, t, h)
         assert torch.equal(osf.view(torch.int32), rs.view(torch.int32)), (recipe, t, h)
-    us = time_us(lambda: [stage(x, ids, w, ox, osf, oi, ow, recipe=recipe) for x in xs]) / SETS
+    us = time_us(lambda: [stage(x, ids, w, ox, osf, oi, ow, recipe=recipe) for x in xs], reps=50, flush=False) / SETS
     # the eager reference checks its scales on the host, so it is timed without a graph
-    eus = time_us(lambda: [eager(x, ids, w, recipe) for x in xs], graph=False) / SETS
+    eus = time_us(lambda: [eager(x, ids, w, recipe) for x in xs], reps=50, flush=False, graph=False) / SETS
     dus = float("nan")
     if dg is not None and recipe == "fp8_g128":
         # DeepGEMM's pre-dispatch takes int32 ids (its host check) and writes int64
-        dus = time_us(lambda: [dg(x, ids, w, ox, osf, oi, ow, t, group_size=128) for x in xs]) / SETS
+        dus = (
+            time_us(lambda: [dg(x, ids, w, ox, osf, oi, ow, t, group_size=128) for x in xs], reps=50, flush=False)
+            / SETS
+        )
     nbytes = t * h * 2 + t * h + osf.numel() * 4 + t * TOPK * (4 + 4 + 8 + 4)
     return us, eus, dus, nbytes
 
 
 def main() -> None:
+    import sys
+
+    if "--tune" in sys.argv:
+        for recipe in ("fp8_g128", "mxfp8"):
+            for h in (4096, 7168):
+                for t in (4096, 16384):
+                    best = tune(recipe, t, h)[:4]
+                    print(recipe, t, h, " ".join(f"{us:.1f}us bm{bm} gpp{g} w{nw}" for us, bm, g, nw in best))
+        return
     bw = copy_bandwidth()
     try:
         import deep_gemm
@@ -102,16 +106,29 @@ def main() -> None:
         print(f"deep_gemm not importable ({type(exc).__name__}); DeepGEMM column skipped")
         dg = None
     print(f"device-to-device copy: {bw / 1e12:.2f} TB/s (read + written)")
-    cols = ("recipe", "T", "H", "ours us", "eager us", "DG us", "ours TB/s", "/copy", "eager/ours", "DG/ours")
-    print("{:9} {:>6} {:>5} {:>8} {:>9} {:>8} {:>9} {:>6} {:>10} {:>8}".format(*cols))
+    cols = (
+        "recipe",
+        "T",
+        "H",
+        "ours us",
+        "eager us",
+        "DG us",
+        "copy us",
+        "ours TB/s",
+        "/copy",
+        "/same-size",
+        "eager/ours",
+    )
+    print("{:9} {:>6} {:>5} {:>8} {:>9} {:>8} {:>8} {:>9} {:>6} {:>10} {:>10}".format(*cols) + " DG/ours")
     for recipe in ("fp8_g128", "mxfp8"):
         for h in (4096, 7168):
             for t in (1, 64, 1024, 4096, 8192, 16384):
                 us, eus, dus, nbytes = measure(recipe, t, h, dg)
+                cus = copy_same_bytes_us(nbytes)
                 tbs = nbytes / (us * 1e-6) / 1e12
                 print(
-                    f"{recipe:9} {t:6d} {h:5d} {us:8.1f} {eus:9.1f} {dus:8.1f} {tbs:9.2f} {tbs * 1e12 / bw:6.2f} "
-                    f"{eus / us:10.2f} {dus / us:8.2f}"
+                    f"{recipe:9} {t:6d} {h:5d} {us:8.1f} {eus:9.1f} {dus:8.1f} {cus:8.1f} {tbs:9.2f} "
+                    f"{tbs * 1e12 / bw:6.2f} {cus / us:10.2f} {eus / us:10.2f} {dus / us:7.2f}"
                 )
 
 

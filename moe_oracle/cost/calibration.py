@@ -108,6 +108,34 @@ def _solve(rows: list[tuple[float, ...]], ys: list[float], use: tuple[bool, bool
     return coef
 
 
+@dataclass(frozen=True)
+class DecodeFit:
+    """``t = fixed_us + us_per_expert * active experts`` over the decode points (T <= ``max_tokens``)."""
+
+    fixed_us: float
+    us_per_expert: float
+    max_rel_error: float
+    num_points: int
+
+
+def decode_fit(cal: Calibration, max_tokens: int = 128) -> DecodeFit:
+    """Least-squares (relative error) fit of a fixed cost plus a cost per active expert to the points with
+    ``T <= max_tokens`` (active experts as measured, else expected from uniform routing)."""
+    from moe_oracle.cost.model import expected_active_experts
+
+    rows, ys = [], []
+    for tokens, active, us in cal.points:
+        if tokens <= max_tokens:
+            a = active if active is not None else expected_active_experts(cal.num_experts, cal.top_k, tokens, cal.ep)
+            rows.append((1.0, float(a), 0.0))
+            ys.append(us)
+    if len(ys) < 2:
+        raise ValueError(f"{cal.variant}: fewer than two points with T <= {max_tokens}")
+    coef = _solve(rows, ys, (True, True, False))
+    err = max(abs(coef[0] + coef[1] * r[1] - y) / y for r, y in zip(rows, ys, strict=True))
+    return DecodeFit(coef[0], coef[1], err, len(ys))
+
+
 @lru_cache(maxsize=64)
 def fit(cal: Calibration) -> Fit:
     """Fit the three-term model to ``cal``'s points."""

@@ -103,7 +103,7 @@ def _same_shape(cal: Calibration, group: MoELayerGroup, ep: int) -> bool:
     )
 
 
-def _interpolate(cal: Calibration, tokens: int) -> float:
+def interpolate(cal: Calibration, tokens: int) -> float:
     """Measured time at ``tokens``: piecewise linear in log2(T) between points, flat outside."""
     pts = sorted((t, us) for t, _, us in cal.points)
     if tokens <= pts[0][0]:
@@ -132,7 +132,7 @@ def estimate_us(spec: VariantSpec | str, group: MoELayerGroup, deployment: Deplo
     if cal is not None and _same_shape(cal, group, ep):
         kind = "measured" if cal.measured else "published"
         basis = f"{kind} points, {cal.device} EP{cal.ep}, {cal.library} ({cal.source})"
-        return CostEstimate(_interpolate(cal, tokens), basis, cal.measured)
+        return CostEstimate(interpolate(cal, tokens), basis, cal.measured)
     cal = _calibration_for(spec, deployment)
     if cal is not None:
         f = fit(cal)

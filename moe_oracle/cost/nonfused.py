@@ -18,7 +18,11 @@ from moe_oracle.spec.deployment import Deployment
 
 @dataclass(frozen=True)
 class NonFusedPath:
-    """One non-fused implementation with a calibration (``cost/calibration.json`` key ``nonfused:<name>``)."""
+    """One non-fused implementation with a calibration (``cost/calibration.json`` key ``nonfused:<name>``).
+
+    ``runtime`` (``module:Class``) and ``layout`` name moe-oracle's own implementation of the path
+    (:mod:`moe_oracle.runtime.nonfused`), which ``build_layer("nonfused:<name>")`` builds.
+    """
 
     name: str
     description: str
@@ -26,6 +30,8 @@ class NonFusedPath:
     formats: tuple[WeightFormat, ...]
     engines: tuple[Engine, ...]
     ep: int = 1
+    runtime: str = "moe_oracle.runtime.nonfused:GroupedGemmMoE"
+    layout: str = "psum"
 
     @property
     def key(self) -> str:
@@ -58,8 +64,14 @@ PATHS: tuple[NonFusedPath, ...] = (
         "sm90",
         (WeightFormat.FP8_BLOCK,),
         (Engine.NONE, Engine.SGLANG),
+        layout="m_indices",
     ),
 )
+
+
+def path_for_key(key: str) -> NonFusedPath | None:
+    """The declared path with this key (``nonfused:<name>``), or None."""
+    return next((p for p in PATHS if p.key == key.strip().lower()), None)
 
 
 def applicable_paths(group: MoELayerGroup, deployment: Deployment, engine: Engine) -> tuple[NonFusedPath, ...]:

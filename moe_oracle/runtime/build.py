@@ -77,6 +77,8 @@ def build_layer(
     ``key_or_spec``: ``"emulation:sm90_fp8xfp8"``, ``"deep_gemm_mega_moe:sm90_fp8xfp8"``,
     ``"sm90_fp8xfp8"`` or a ``VariantSpec``; ``emulate=True`` builds the twin of a real key.
     """
+    if isinstance(key_or_spec, str) and key_or_spec.strip().lower().startswith("nonfused:"):
+        return build_nonfused(key_or_spec, config, experts)
     if isinstance(key_or_spec, str):
         spec, emulated = resolve_variant(key_or_spec)
     else:
@@ -87,6 +89,27 @@ def build_layer(
         layer: MegaMoELayer = EmulatedMegaMoE(config, spec)
     else:
         layer = _import_runtime(spec)(config)
+    if experts is not None:
+        layer.load(experts)
+    return layer
+
+
+def build_nonfused(key: str, config: LayerConfig, experts: CheckpointExperts | None = None) -> MegaMoELayer:
+    """moe-oracle's implementation of a declared non-fused path (``nonfused:deepgemm_fp8_psum``...).
+
+    ``config.options["gemm"] = "torch"`` runs the grouped GEMMs as a dequantize-and-matmul reference
+    (any device); the default is DeepGEMM's, which needs SM90.
+    """
+    from moe_oracle.cost.nonfused import PATHS, path_for_key
+
+    path = path_for_key(key)
+    if path is None:
+        raise UnknownVariantError(
+            f"{key!r} names no declared non-fused path", fix=f"use one of: {', '.join(p.key for p in PATHS)}."
+        )
+    module_name, attr = path.runtime.split(":", 1)
+    cls = getattr(importlib.import_module(module_name), attr)
+    layer = cls(config, layout=path.layout, gemm=config.options.get("gemm", "deep_gemm"))
     if experts is not None:
         layer.load(experts)
     return layer
@@ -127,10 +150,14 @@ def build_layer_for_decision(
 ) -> MegaMoELayer:
     """The layer the oracle chose for ``group`` (real kernel, or its twin with ``emulate=True``).
 
-    Raises :class:`BackendUnavailableError` when the decision chose no fused backend (the group
-    falls back to the engine's non-fused path, named in the message).
+    When the oracle ranked a measured non-fused path first (``gd.nonfused``, no fused choice), that
+    path's own implementation is built (:func:`build_nonfused`). Raises
+    :class:`BackendUnavailableError` when the decision chose no fused backend and no runnable non-fused
+    path (the group falls back to the engine's non-fused MoE, named in the message).
     """
     gd = _group_decision(decision, group)
+    if gd.chosen is None and gd.nonfused is not None and not emulate:
+        return build_nonfused(gd.nonfused.key, layer_config_for(decision, group, **config_kwargs), experts)
     if gd.chosen is None:
         raise BackendUnavailableError(
             f"layer group '{gd.group.name}': the decision chose no fused mega-MoE backend (fallback: {gd.fallback}).",

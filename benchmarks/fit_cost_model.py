@@ -1,0 +1,108 @@
+"""Fit the cost model from a fused-vs-non-fused sweep and (with ``--write``) store it as calibration data.
+
+Reads the JSON of ``benchmarks/fused_vs_nonfused.py`` (one H200 run: every path, every T), prints per
+path the decode fit (a fixed cost plus a cost per active expert over T <= 128, the issue's 7% bar) and
+the three-term fit over all T (fixed + active-expert megabytes + TFLOPs) with their worst relative
+errors, and with ``--write`` replaces the matching entries of ``moe_oracle/data/calibration.json``
+(same variant, device, EP and shape) by this run's points, with the hardware, library build and EP
+they came from. Runs on a CPU:
+
+    python benchmarks/fit_cost_model.py benchmarks/results/h200/fused_vs_nonfused.json [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from moe_oracle.cost.calibration import Calibration, decode_fit, fit
+
+DATA = Path(__file__).resolve().parents[1] / "moe_oracle" / "data" / "calibration.json"
+DEVICES = {"NVIDIA H200": "h200"}
+LIBRARY = "DeepGEMM PR #323 (8ddf7f96) source build, torch {torch}"
+GLUE = " m_grouped_fp8_gemm_nt_contiguous + moe-oracle Triton glue"
+
+
+def calibrations(run: dict, source: str) -> list[Calibration]:
+    shape = run["shape"]
+    out = []
+    for path, key in run["keys"].items():
+        per_expert = run["conversion"]["mxfp4_bytes" if path == "fused_fp4" else "fp8_bytes"] // shape["num_experts"]
+        library = LIBRARY.format(torch=run["torch"]) + (GLUE if key.startswith("nonfused:") else "")
+        out.append(
+            Calibration(
+                variant=key,
+                device=DEVICES.get(run["device"], run["device"]),
+                ep=run["ep"],
+                library=library,
+                measured=True,
+                source=f"{source} ({path}; CUDA graph, L2 cleared, median of 20)",
+                hidden_size=shape["hidden_size"],
+                moe_intermediate_size=shape["moe_intermediate_size"],
+                num_experts=shape["num_experts"],
+                top_k=shape["top_k"],
+                expert_bytes=int(per_expert),
+                points=tuple((r["T"], r["active"], round(r[path]["us"], 1)) for r in run["rows"]),
+            )
+        )
+    return out
+
+
+def entry(cal: Calibration) -> dict:
+    return {
+        "variant": cal.variant,
+        "device": cal.device,
+        "ep": cal.ep,
+        "library": cal.library,
+        "measured": cal.measured,
+        "source": cal.source,
+        "shape": {
+            "hidden_size": cal.hidden_size,
+            "moe_intermediate_size": cal.moe_intermediate_size,
+            "num_experts": cal.num_experts,
+            "top_k": cal.top_k,
+            "expert_bytes": cal.expert_bytes,
+        },
+        "points": [list(p) for p in cal.points],
+    }
+
+
+def same_slot(a: dict, cal: Calibration) -> bool:
+    s = a["shape"]
+    return (a["variant"], a["device"], a["ep"], s["hidden_size"], s["num_experts"]) == (
+        cal.variant,
+        cal.device,
+        cal.ep,
+        cal.hidden_size,
+        cal.num_experts,
+    )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("results", help="JSON written by benchmarks/fused_vs_nonfused.py --json")
+    ap.add_argument("--write", action="store_true", help="store the points in moe_oracle/data/calibration.json")
+    args = ap.parse_args()
+    run = json.loads(Path(args.results).read_text())
+    source = Path(args.results).resolve().relative_to(DATA.parents[2]).as_posix()
+    cals = calibrations(run, source)
+    print(f"{run['device']}, EP{run['ep']}, {run['model']}; torch {run['torch']}, deep_gemm {run['deep_gemm']}")
+    print(f"{'path':34} {'decode fixed us':>15} {'us/expert':>9} {'max err':>7}   {'3-term fixed':>12} {'max err':>7}")
+    for cal in cals:
+        d = decode_fit(cal)
+        f = fit(cal)
+        print(
+            f"{cal.variant:34} {d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}   "
+            f"{f.fixed_us:12.1f} {f.max_rel_error:7.1%}"
+        )
+    if args.write:
+        data = json.loads(DATA.read_text())
+        kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in cals)]
+        data["entries"] = [entry(c) for c in cals] + kept
+        DATA.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"wrote {len(cals)} entries to {DATA} ({len(data['entries']) - len(kept) - len(cals)} net new)")
+
+
+if __name__ == "__main__":
+    main()

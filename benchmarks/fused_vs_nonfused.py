@@ -1,0 +1,206 @@
+"""Fused mega-MoE vs the non-fused grouped-GEMM path, per T, on one GPU; plus load-time MXFP4 -> FP8 conversion.
+
+One run, every path through moe-oracle's interface, all computing the same model:
+
+- the MXFP4 experts of a layer (random masters, full expert shape) are the checkpoint;
+- the oracle decides for the deployment given by ``--deployment`` (default 8 x H200, DP8/EP8, the
+  ``installed`` software profile) and its load-time conversion (MXFP4 -> FP8 block-128) is run end
+  to end through :class:`~moe_oracle.runtime.converting.ConvertingLayer`: every block checked, the
+  report, the load time and the expert memory before/after are printed;
+- paths: fused ``sm90_fp8xfp4`` on the stored MXFP4 experts; fused ``sm90_fp8xfp8`` on the converted
+  experts; the non-fused FP8 graph (``moe_oracle.runtime.nonfused``, DeepGEMM grouped GEMMs) in the
+  ``psum`` and ``m_indices`` layouts on the converted experts. The conversion being lossless, all four
+  compute on identical weight values, so one FP32 reference (dequantized MXFP4 weights, dequantized
+  FP8 input, no intermediate rounding) checks them all, before any timing, on fresh random inputs;
+- time: CUDA graph per path and T, 512 MB zeroed before each timed replay (L2 cleared), CUDA events,
+  median of 20; floors: the active experts' weight bytes at the measured copy bandwidth (HBM) and
+  the FLOPs at the FP8 dense peak.
+
+``--json FILE`` writes every measurement (the input of ``benchmarks/fit_cost_model.py`` and
+``benchmarks/oracle_regret.py``). Run on an H200 with a DeepGEMM build that has the SM90 kernels:
+
+    python benchmarks/fused_vs_nonfused.py --json benchmarks/results/h200/fused_vs_nonfused.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import platform
+import time
+
+import torch
+from _timing import copy_bandwidth, time_us
+
+from moe_oracle.advisories import load_advisories
+from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.model.resolve import resolve_model
+from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
+from moe_oracle.runtime.accuracy import random_masters
+from moe_oracle.runtime.converting import ConvertingLayer
+from moe_oracle.runtime.nonfused import GroupedGemmMoE
+from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.selection import decide
+
+TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
+FP8_PEAK = {"NVIDIA H200": 1979e12}
+PATHS = ("fused_fp8", "fused_fp4", "nonfused_psum", "nonfused_m_indices")
+KEYS = {
+    "fused_fp8": "deep_gemm_mega_moe:sm90_fp8xfp8",
+    "fused_fp4": "deep_gemm_mega_moe:sm90_fp8xfp4",
+    "nonfused_psum": "nonfused:deepgemm_fp8_psum",
+    "nonfused_m_indices": "nonfused:deepgemm_fp8_m_indices",
+}
+
+
+def nbytes(*tensors) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors if t is not None)
+
+
+def oracle_conversion(model, deployment: str):
+    """The oracle's decision for the target deployment and the conversion it chose (or None)."""
+    device, _, rest = deployment.partition(":")
+    dp, ep = (int(v) for v in rest.split("x")) if rest else (8, 8)
+    dep, origin = build_deployment(DeploymentFlags(device=device, dp=dp, ep=ep))
+    sw, _ = resolve_software(None, "local")
+    decision = decide(model, dep, sw, advisories=load_advisories())
+    chosen = decision.main.chosen
+    label = chosen.key if chosen else f"none ({decision.main.fallback})"
+    print(f"oracle for {model.model} on {dep.device.name} x{dep.topology.world_size} DP{dp}/EP{ep} ({origin}): {label}")
+    for note in decision.main.notes:
+        print("   note:", note)
+    if chosen is not None and chosen.conversion is not None:
+        return chosen.conversion
+    # the oracle did not choose it here: run the conversion sm90_fp8xfp8 declares, and say so
+    from moe_oracle.runtime.build import resolve_variant
+
+    spec, _ = resolve_variant(KEYS["fused_fp8"])
+    conv = next(c for c in spec.conversions if c.source is model.main_group.weight_format)
+    print(f"   (running {spec.key}'s declared conversion {conv.label} for the measurement)")
+    return conv
+
+
+def build_paths(g, experts, conversion, max_tokens: int) -> tuple[dict, dict]:
+    """The four layers (EP1 on this GPU) and the conversion measurements."""
+    cfg = LayerConfig(group=g, max_tokens_per_rank=max_tokens)
+    g8 = g.model_copy(update={"weight_quant": conversion.target})
+    cfg8 = LayerConfig(group=g8, max_tokens_per_rank=max_tokens)
+    layers = {"fused_fp4": build_layer(KEYS["fused_fp4"], cfg, experts)}
+    info: dict = {"mxfp4_bytes": nbytes(experts.w13, experts.w2, experts.w13_scale, experts.w2_scale)}
+    fused8 = ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    fused8.load(experts)
+    torch.cuda.synchronize()
+    info["load_s"] = time.perf_counter() - t0
+    rep = fused8.report
+    info.update(lossless=rep.lossless, blocks=rep.total_blocks, lossy_blocks=len(rep.lossy_blocks))
+    info["changed_elements"] = rep.changed_elements
+    layers["fused_fp8"] = fused8
+    module, _, fn = conversion.runtime.partition(":")
+    converted, _ = getattr(importlib.import_module(module), fn)(experts)
+    info["fp8_bytes"] = nbytes(converted.w13, converted.w2, converted.w13_scale, converted.w2_scale)
+    for layout in ("psum", "m_indices"):
+        nf = GroupedGemmMoE(cfg8, layout=layout)
+        nf.load(converted)
+        layers[f"nonfused_{layout}"] = nf
+    info["nonfused_buffer_bytes"] = layers["nonfused_psum"].buffer_bytes()
+    return layers, info
+
+
+def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float) -> list[dict]:
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    e_fp8, e_fp4 = info["fp8_bytes"] / g.num_experts, info["mxfp4_bytes"] / g.num_experts  # bytes per expert
+    head = f"{'T':>5} {'active':>6} " + " ".join(f"{p:>18}" for p in PATHS)
+    print(head + f" {'best nf/fp8':>11} {'best nf/fp4':>11} {'fp8/HBM':>7} {'fp4/HBM':>7} {'best/peak':>9}")
+    rows = []
+    for t in tokens:
+        x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+        logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
+        ids, w = route(g, logits, bias=0.1 * torch.randn(g.num_experts, device="cuda", generator=gen))
+        check = torch.randperm(t, device="cuda", generator=gen)[: min(t, 128)]
+        xs = layers["nonfused_psum"].staged_input(x)
+        ref = reference_moe(xs[check], ids[check], w[check], experts, g.activation)
+        active = int(torch.unique(ids[ids >= 0]).numel())
+        row = {"T": t, "active": active}
+        for p in PATHS:
+            layer = layers[p]
+            y = layer(x, ids, w)
+            d = calc_diff(y[check].float(), ref)
+            ok = bool(torch.isfinite(y).all()) and float(y.float().abs().max()) > 0 and d < 1e-3
+            if not ok:
+                raise AssertionError(f"{p} at T={t}: calc_diff {d:.3e} vs the FP32 reference")
+            row[p] = {"us": time_us(lambda layer=layer, x=x, ids=ids, w=w: layer(x, ids, w)), "calc_diff": d}
+        best_nf = min(row["nonfused_psum"]["us"], row["nonfused_m_indices"]["us"])
+        hbm8, hbm4 = active * e_fp8 / bw * 1e6, active * e_fp4 / bw * 1e6
+        flop_floor = 2 * t * g.top_k * 3 * g.hidden_size * g.moe_intermediate_size / peak * 1e6
+        row.update(hbm_floor_fp8_us=hbm8, hbm_floor_fp4_us=hbm4, peak_floor_us=flop_floor)
+        best = min(row[p]["us"] for p in PATHS)
+        print(
+            f"{t:5d} {active:6d} "
+            + " ".join(f"{row[p]['us']:9.1f} ({row[p]['calc_diff']:.1e})" for p in PATHS)
+            + f" {best_nf / row['fused_fp8']['us']:11.2f} {best_nf / row['fused_fp4']['us']:11.2f}"
+            + f" {row['fused_fp8']['us'] / hbm8:7.2f} {row['fused_fp4']['us'] / hbm4:7.2f}"
+            + f" {best / max(hbm8, flop_floor):9.2f}"
+        )
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="deepseek-ai/DeepSeek-V4-Flash")
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
+    ap.add_argument("--deployment", default="h200:8x8", help="device:DPxEP the oracle decides for")
+    ap.add_argument("--json", default=None, help="write the measurements to this file")
+    args = ap.parse_args()
+    tokens = tuple(int(t) for t in args.tokens.split(","))
+    bw = copy_bandwidth()
+    name = torch.cuda.get_device_name()
+    peak = FP8_PEAK.get(name, 1979e12)
+    print(f"device {name}; copy bandwidth {bw / 1e12:.2f} TB/s; FP8 peak {peak / 1e12:.0f} TFLOP/s")
+    model = resolve_model(args.model)
+    g = model.main_group
+    conversion = oracle_conversion(model, args.deployment)
+    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
+    experts = quantize_experts(w13.cuda(), w2.cuda(), g.weight_quant)
+    del w13, w2
+    layers, info = build_paths(g, experts, conversion, max(tokens))
+    print(
+        f"conversion {conversion.label}: "
+        f"lossless={info.get('lossless')} over {info.get('blocks')} blocks ({info.get('lossy_blocks')} lossy, "
+        f"{info.get('changed_elements')} values changed); load incl. conversion {info['load_s']:.2f} s;"
+        f" experts per layer {info['mxfp4_bytes'] / 2**30:.2f} GiB MXFP4 -> {info['fp8_bytes'] / 2**30:.2f} GiB FP8; "
+        f"non-fused buffers {info['nonfused_buffer_bytes'] / 2**30:.2f} GiB"
+    )
+    rows = sweep(g, experts, layers, tokens, info, bw, peak)
+    if args.json:
+        import deep_gemm
+
+        out = {
+            "device": name,
+            "torch": torch.__version__,
+            "deep_gemm": getattr(deep_gemm, "__version__", "?"),
+            "python": platform.python_version(),
+            "model": model.model,
+            "ep": 1,
+            "shape": {
+                "hidden_size": g.hidden_size,
+                "moe_intermediate_size": g.moe_intermediate_size,
+                "num_experts": g.num_experts,
+                "top_k": g.top_k,
+            },
+            "copy_tb_s": bw / 1e12,
+            "fp8_peak_tflops": peak / 1e12,
+            "keys": KEYS,
+            "conversion": info,
+            "rows": rows,
+        }
+        with open(args.json, "w") as f:
+            json.dump(out, f, indent=1)
+        print("wrote", args.json)
+
+
+if __name__ == "__main__":
+    main()
