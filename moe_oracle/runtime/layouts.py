@@ -79,6 +79,32 @@ def deinterleave_gate_up(t: torch.Tensor, gran: int = INTERLEAVE_GRAN) -> torch.
     return _permute_rows(t, (n // (2 * gran), 2, gran))
 
 
+@dataclass(frozen=True)
+class Interleaved:
+    """The gate/up interleave of ``source`` (``[E, 2I, ...]``), written straight into its destination.
+
+    A chunk transform returns this instead of :func:`interleave_gate_up`'s contiguous copy, so loading
+    reads each byte once and writes it once (no temporary); the destination may have another dtype of
+    the same element size (FP8 values into an int8 buffer): bits are copied, never converted.
+    """
+
+    source: torch.Tensor
+    gran: int = INTERLEAVE_GRAN
+
+    def write_into(self, target: torch.Tensor) -> None:
+        src = self.source.contiguous()
+        e, n = src.shape[:2]
+        if n % (2 * self.gran):
+            raise ValueError(f"gate/up rows ({n}) must be a multiple of {2 * self.gran} to interleave")
+        if target.shape != src.shape or target.element_size() != src.element_size():
+            raise ValueError(f"interleave target {tuple(target.shape)} does not match source {tuple(src.shape)}")
+        ws = _wide(src)
+        wt = target.view(ws.dtype) if ws.dtype != target.dtype else target
+        rest = ws.shape[2:]
+        blocks = n // (2 * self.gran)
+        wt.view(e, blocks, 2, self.gran, *rest).copy_(ws.view(e, 2, blocks, self.gran, *rest).transpose(1, 2))
+
+
 def utccp_transpose(sf: torch.Tensor) -> torch.Tensor:
     """``[E, MN, K']``: inside every 128 rows, row ``32 j + i`` -> row ``4 i + j`` (contiguous result)."""
     e, mn, kp = sf.shape
@@ -240,7 +266,7 @@ def expert_chunks(num_experts: int, chunk_experts: int) -> Iterator[tuple[int, i
 
 
 def transform_in_chunks(
-    transform: Callable[[int, int], dict[str, torch.Tensor]],
+    transform: Callable[[int, int], dict[str, torch.Tensor | Interleaved]],
     dst: KernelWeights,
     num_experts: int,
     chunk_experts: int = 1,
@@ -254,6 +280,9 @@ def transform_in_chunks(
         parts = transform(start, stop)
         for name, part in parts.items():
             target = getattr(dst, name) if name in ("w13", "w2", "w13_sf", "w2_sf") else dst.extras[name]
-            target[start:stop].copy_(part, non_blocking=True)
+            if isinstance(part, Interleaved):
+                part.write_into(target[start:stop])
+            else:
+                target[start:stop].copy_(part, non_blocking=True)
         del parts
     return dst

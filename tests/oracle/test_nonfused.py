@@ -83,3 +83,35 @@ def test_override_keeps_the_fused_kernel_even_when_slower():
 def test_bad_workload(text):
     with pytest.raises(ValueError):
         Workload.parse(text, 8192)
+
+
+def test_stored_calibration_is_the_committed_sweep():
+    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep run."""
+    import json
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        from fit_cost_model import calibrations
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    run = json.loads((root / "benchmarks/results/h200/fused_vs_nonfused.json").read_text())
+    stored = {(c.variant, c.device, c.ep, c.hidden_size): c for c in load_calibrations()}
+    for cal in calibrations(run, "benchmarks/results/h200/fused_vs_nonfused.json"):
+        assert stored[(cal.variant, cal.device, cal.ep, cal.hidden_size)].points == cal.points, cal.variant
+
+
+def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
+    from moe_oracle.cost.calibration import decode_fit
+
+    for cal in load_calibrations():
+        if cal.device == "h200" and cal.ep == 1 and not cal.variant.endswith("m_indices"):
+            f = decode_fit(cal)
+            assert f.max_rel_error < 0.07 and f.fixed_us > 0 and f.us_per_expert > 0, (cal.variant, f)
+
+
+def test_published_ep8_points_are_marked_unmeasured():
+    cals = [c for c in load_calibrations() if c.device == "h200" and c.ep == 8]
+    assert cals and all(not c.measured and "published" in c.source for c in cals)

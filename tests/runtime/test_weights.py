@@ -242,3 +242,29 @@ def test_equals_aiter_shuffles():
     ours, theirs = w.to_kernel(ex), w.vendor_transform(ex)
     for name in ("w13", "w2", "w13_sf", "w2_sf"):
         assert _same(getattr(ours, name), getattr(theirs, name)), name
+
+
+def _bits(t: torch.Tensor) -> torch.Tensor:
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32}[t.element_size()])
+
+
+@pytest.mark.parametrize(
+    ("dtype", "shape"),
+    [
+        (torch.uint8, (3, 32, 24)),
+        (torch.float8_e4m3fn, (2, 64, 128)),
+        (torch.bfloat16, (2, 32, 6)),
+        (torch.uint8, (2, 16, 3)),
+    ],
+)
+def test_interleave_written_in_place_equals_the_copy(dtype, shape):
+    """``Interleaved`` (straight into the destination, 8-byte words where rows allow) == ``interleave_gate_up``,
+    bit for bit, also into a destination of another dtype of the same size, and for an expert slice."""
+    from moe_oracle.runtime.layouts import Interleaved
+
+    src = torch.randint(0, 256, shape, dtype=torch.uint8).view(dtype) if dtype != torch.bfloat16 else torch.randn(shape)
+    src = src.to(dtype) if dtype == torch.bfloat16 else src
+    for part in (src, src[1:]):
+        got = torch.empty(part.shape, dtype=torch.int8 if part.element_size() == 1 else part.dtype)
+        Interleaved(part).write_into(got)
+        assert torch.equal(_bits(got), _bits(interleave_gate_up(part)))

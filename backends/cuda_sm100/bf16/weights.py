@@ -10,7 +10,12 @@ import torch
 
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.layouts import (
+    Interleaved,
+    KernelWeights,
+    deinterleave_gate_up,
+    transform_in_chunks,
+)
 from moe_oracle.runtime.quantize import BF16
 
 
@@ -30,7 +35,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 
 
 def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
-    return {"w13": interleave_gate_up(experts.w13[start:stop]), "w2": experts.w2[start:stop]}
+    return {"w13": Interleaved(experts.w13[start:stop]), "w2": experts.w2[start:stop]}
 
 
 def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:

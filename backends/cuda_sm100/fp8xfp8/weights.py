@@ -24,7 +24,7 @@ from moe_oracle_backends.cuda_sm100._runtime import (
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up
+from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up
 from moe_oracle.runtime.quantize import MXFP8, fp8_block_to_mxfp8, scale_to_fp32, ue8m0_bytes
 
 
@@ -57,7 +57,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 
 def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
     return {
-        "w13": interleave_gate_up(experts.w13[start:stop]),
+        "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop],
         "w13_sf": sm100_l1_scale(experts.w13_scale[start:stop]),
         "w2_sf": sm100_l2_scale(experts.w2_scale[start:stop]),

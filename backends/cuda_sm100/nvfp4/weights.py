@@ -27,7 +27,7 @@ from moe_oracle_backends.cuda_sm100._runtime import (
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up
+from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up
 from moe_oracle.runtime.quantize import NVFP4
 
 
@@ -74,7 +74,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 def _chunk(experts: CheckpointExperts, start: int, stop: int, l2_scale: float) -> dict[str, torch.Tensor]:
     w2_global = experts.w2_global[start:stop]
     return {
-        "w13": interleave_gate_up(experts.w13[start:stop]).view(torch.int8),
+        "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop].view(torch.int8),
         "w13_sf": sm100_l1_scale(_e4m3_bytes(experts.w13_scale[start:stop])),
         "w2_sf": sm100_l2_scale(_e4m3_bytes(experts.w2_scale[start:stop])),

@@ -16,7 +16,13 @@ import torch
 from moe_oracle_backends.cuda_sm90._runtime import pack_ue8m0_kmajor, unpack_ue8m0_kmajor
 
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.layouts import (
+    Interleaved,
+    KernelWeights,
+    deinterleave_gate_up,
+    interleave_gate_up,
+    transform_in_chunks,
+)
 from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4, scale_to_fp32
 
 
@@ -35,7 +41,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 
 def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
     return {
-        "w13": interleave_gate_up(experts.w13[start:stop]).view(torch.int8),
+        "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop].view(torch.int8),
         "w13_sf": pack_ue8m0_kmajor(interleave_gate_up(experts.w13_scale[start:stop])),
         "w2_sf": pack_ue8m0_kmajor(experts.w2_scale[start:stop]),

@@ -18,7 +18,12 @@ import torch
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, deinterleave_gate_up, interleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.layouts import (
+    Interleaved,
+    KernelWeights,
+    deinterleave_gate_up,
+    transform_in_chunks,
+)
 from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, scale_to_fp32
 
 BLOCK = 128
@@ -49,7 +54,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 
 def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
     return {
-        "w13": interleave_gate_up(experts.w13[start:stop]),
+        "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop],
         "w13_sf": experts.w13_scale[start:stop],
         "w2_sf": experts.w2_scale[start:stop],
