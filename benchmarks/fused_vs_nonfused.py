@@ -36,6 +36,7 @@ from _timing import copy_bandwidth, time_us
 from moe_oracle.advisories import load_advisories
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.converting import ConvertingLayer
@@ -161,6 +162,13 @@ def main() -> None:
     peak = FP8_PEAK.get(name, 1979e12)
     print(f"device {name}; copy bandwidth {bw / 1e12:.2f} TB/s; FP8 peak {peak / 1e12:.0f} TFLOP/s")
     model = resolve_model(args.model)
+    if model.main_group.weight_format.value != "mxfp4":
+        # an FP8 checkpoint (GLM-5-FP8): its shape with MXFP4 experts, so that the same four paths (and the
+        # lossless conversion) apply; the timings depend on the shape, the values are random anyway
+        mx = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
+        main = model.main_group.model_copy(update={"weight_quant": mx})
+        model = model.model_copy(update={"layer_groups": (main,), "model": f"{model.model} (MXFP4 experts)"})
+        print(f"{args.model}: experts taken as MXFP4 for the sweep (the stored format is FP8)")
     g = model.main_group
     conversion = oracle_conversion(model, args.deployment)
     w13, w2 = random_masters(g, torch.Generator().manual_seed(0))

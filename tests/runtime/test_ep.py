@@ -72,3 +72,17 @@ def test_single_rank_ep_is_the_reference(tmp_path):
         assert float((y - reference_moe(x, ids, w, (w13, w2), act)).abs().max()) < 1e-5
     finally:
         dist.destroy_process_group()
+
+
+def test_ep_sweep_dry_run_on_cpus():
+    """benchmarks/ep_sweep.py --cpu: two gloo ranks, ragged tokens, the baseline against the FP32 reference."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2"]
+    cmd += [str(root / "benchmarks/ep_sweep.py"), "--cpu", "--scale", "0.125", "--tokens", "1,16"]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=root)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert "EP2 on 2 x CPU" in p.stdout and "8..16" in p.stdout, p.stdout
