@@ -118,7 +118,7 @@ def test_deep_gemm_grouped_layouts(model):
     for layer in layers.values():
         layer.load(experts)
     gen = torch.Generator(device="cuda").manual_seed(7)
-    for t in (1, 8, 64, 512):
+    for t in (1, 512):  # two GEMM configs to JIT-compile per layout (the sweep covers every T)
         x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
         logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
         ids, w = route(g, logits, bias=0.1 * torch.randn(g.num_experts, device="cuda", generator=gen))
