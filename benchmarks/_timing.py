@@ -22,8 +22,18 @@ def _flush_buffer() -> torch.Tensor:
     return _FLUSH[0]
 
 
-def time_us(fn: Callable[[], object], reps: int = 20, *, flush: bool = True, graph: bool = True) -> float:
-    """Median microseconds of one call of ``fn``: CUDA-graph replays, or plain calls for code that syncs."""
+def time_us(
+    fn: Callable[[], object],
+    reps: int = 20,
+    *,
+    flush: bool = True,
+    graph: bool = True,
+    before: Callable[[], object] | None = None,
+) -> float:
+    """Median microseconds of one call of ``fn``: CUDA-graph replays, or plain calls for code that syncs.
+
+    ``before`` runs ahead of each timed call, outside the timing (``dist.barrier`` aligns the ranks).
+    """
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -38,6 +48,8 @@ def time_us(fn: Callable[[], object], reps: int = 20, *, flush: bool = True, gra
     for _ in range(reps):
         if buf is not None:
             buf.zero_()
+        if before is not None:
+            before()
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
         run()

@@ -33,6 +33,7 @@ import statistics
 
 import torch
 import torch.distributed as dist
+from _timing import time_us
 
 from moe_oracle.advisories import load_advisories
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
@@ -40,6 +41,7 @@ from moe_oracle.model.resolve import resolve_model
 from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
 from moe_oracle.runtime.ep import ep_moe, reference_expert_fn
+from moe_oracle.runtime.nonfused import fp8_g128_roundtrip
 from moe_oracle.runtime.quantize import dequantize_expert, quantize_experts, select_experts
 from moe_oracle.selection import decide
 
@@ -54,57 +56,23 @@ def tokens_of(rank: int, t: int) -> int:
     return max(1, t >> (rank % 3))
 
 
-def staged(x: torch.Tensor) -> torch.Tensor:
-    from moe_oracle.numerics import dequantize_fp8, quantize_fp8
-
-    q, s = quantize_fp8(x, 128, "fp32")
-    return dequantize_fp8(q, s, 128)
-
-
 def slowest(us: float, device: str) -> float:
     t = torch.tensor([us], dtype=torch.float64, device=device)
     dist.all_reduce(t, op=dist.ReduceOp.MAX)
     return float(t.item())
 
 
-def time_graph(fn, reps: int = 20) -> float:
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    times = []
-    for _ in range(reps):
-        dist.barrier()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        g.replay()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
+def time_cpu_us(fn, reps: int = 10) -> float:
+    """Median wall microseconds on CPUs (the --cpu dry run), ranks aligned by a barrier."""
+    import time
 
-
-def time_eager(fn, cuda: bool, reps: int = 10) -> float:
     fn()
     times = []
     for _ in range(reps):
         dist.barrier()
-        if cuda:
-            torch.cuda.synchronize()
-            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            s.record()
-            fn()
-            e.record()
-            e.synchronize()
-            times.append(s.elapsed_time(e) * 1e3)
-        else:
-            import time
-
-            t0 = time.perf_counter()
-            fn()
-            times.append((time.perf_counter() - t0) * 1e6)
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e6)
     return statistics.median(times)
 
 
@@ -198,22 +166,26 @@ def main() -> None:
         logits = torch.randn(n, g.num_experts, device=dev, generator=gen)
         ids, w = route(g, logits, bias=0.1 * torch.randn(g.num_experts, device=dev, generator=gen))
         check = torch.arange(min(n, 64), device=dev)
-        ref = reference_moe(staged(x)[check], ids[check], w[check], experts, g.activation)
+        ref = reference_moe(fp8_g128_roundtrip(x)[check], ids[check], w[check], experts, g.activation)
         # the baseline's GPU experts stage their input themselves; the CPU reference experts get it staged
-        xin = staged(x) if args.cpu else x
+        xin = fp8_g128_roundtrip(x) if args.cpu else x
         base = ep_moe(xin, ids, w, expert_fn, num_experts=g.num_experts)
         d_base = calc_diff(base[check], ref)
         d_fused, fused_us = float("nan"), float("nan")
         if fused is not None:
             y = fused(x, ids, w).float()
             d_fused = calc_diff(y[check], ref)
-            fused_us = slowest(time_graph(lambda x=x, ids=ids, w=w: fused(x, ids, w)), dev)
-        base_us = slowest(
-            time_eager(
-                lambda x=xin, ids=ids, w=w: ep_moe(x, ids, w, expert_fn, num_experts=g.num_experts), not args.cpu
-            ),
-            dev,
-        )
+            fused_us = slowest(
+                time_us(lambda x=x, ids=ids, w=w: fused(x, ids, w), flush=False, before=dist.barrier), dev
+            )
+
+        def base_call(x=xin, ids=ids, w=w):
+            return ep_moe(x, ids, w, expert_fn, num_experts=g.num_experts)
+
+        if args.cpu:
+            base_us = slowest(time_cpu_us(base_call), dev)
+        else:  # it syncs on the split sizes: timed eagerly
+            base_us = slowest(time_us(base_call, reps=10, flush=False, graph=False, before=dist.barrier), dev)
         diffs = [None] * world
         dist.all_gather_object(diffs, (n, d_fused, d_base))
         counts = [c for c, _, _ in diffs]

@@ -180,10 +180,15 @@ class GroupedGemmMoE(MegaMoELayer):
 
     def staged_input(self, hidden_states: torch.Tensor) -> torch.Tensor:
         """The FP8 input this path computes on, dequantized (for the FP32 reference)."""
-        from moe_oracle.numerics import dequantize_fp8, quantize_fp8
+        return fp8_g128_roundtrip(hidden_states)
 
-        q, s = quantize_fp8(hidden_states, 128, "fp32")
-        return dequantize_fp8(q, s, 128)
+
+def fp8_g128_roundtrip(x: torch.Tensor) -> torch.Tensor:
+    """``x`` quantized to E4M3 with FP32 scales per 128 channels and dequantized (FP32): the SM90 staged input."""
+    from moe_oracle.numerics import dequantize_fp8, quantize_fp8
+
+    q, s = quantize_fp8(x, 128, "fp32")
+    return dequantize_fp8(q, s, 128)
 
 
 def _fp32_scales(scale: torch.Tensor) -> torch.Tensor:
