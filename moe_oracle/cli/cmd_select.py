@@ -42,7 +42,16 @@ ENGINES = [e.value for e in Engine]
     help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
 )
 @click.option(
-    "--decode-tokens", type=click.IntRange(min=1), default=32, show_default=True, help="Decode batch per rank."
+    "--decode-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Decode batch per rank [default: --max-num-seqs, else 32].",
+)
+@click.option(
+    "--max-num-seqs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="The engine's max sequences per DP rank (vLLM/SGLang max_num_seqs): the decode batch per rank.",
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the decision record as JSON.")
 @click.option("--all-reasons", is_flag=True, help="List every reason of every candidate in the table.")
@@ -93,7 +102,8 @@ def select(model: str | None, **kw: Any) -> None:
     software_name = kw.pop("software")
     conversion = ConversionOptions(enabled=not kw.pop("no_convert"), allow_lossy=kw.pop("allow_lossy_conversion"))
     workload_text = kw.pop("workload")
-    decode_tokens = kw.pop("decode_tokens")
+    max_num_seqs = kw.pop("max_num_seqs")
+    decode_tokens = kw.pop("decode_tokens") or max_num_seqs or 32
     flags = flags_from(kw)
     description = resolve_model(model)
     deployment, _ = build_deployment(flags, env)

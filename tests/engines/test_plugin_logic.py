@@ -217,3 +217,10 @@ def test_register_without_vllm_does_not_raise(monkeypatch: pytest.MonkeyPatch) -
 def test_snapshot_replace_keeps_frozen_semantics() -> None:
     s = snap()
     assert replace(s, dp=4).dp == 4 and s.dp == 8
+
+
+def test_the_engines_batch_limits_are_the_workload() -> None:
+    """Decode steps of max_num_seqs tokens and prefill chunks of max_num_batched_tokens enter the ranking."""
+    small, large = P.resolve(snap(max_num_seqs=8)), P.resolve(snap(max_num_seqs=512))
+    assert "8192 tokens/rank, 8 seqs" in small.table[0] and "512 seqs" in large.table[0]
+    assert small.fingerprint != large.fingerprint  # the workload is an input of the decision record

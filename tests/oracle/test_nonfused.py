@@ -115,3 +115,15 @@ def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
 def test_published_ep8_points_are_marked_unmeasured():
     cals = [c for c in load_calibrations() if c.device == "h200" and c.ep == 8]
     assert cals and all(not c.measured and "published" in c.source for c in cals)
+
+
+def test_max_num_seqs_is_the_decode_batch():
+    from tests.cli.runner import cli
+
+    base = ("select", GLM5_FP8, "--device", "h200", "--gpus-per-node", "1", "--software", "all")
+    out = cli(*base, "--max-num-seqs", "8")
+    assert out.code == 0 and "decode 8 + prefill 8192" in out.out, out.err
+    out = cli(*base, "--max-num-seqs", "8", "--decode-tokens", "4")
+    assert "decode 4 + prefill 8192" in out.out  # an explicit --decode-tokens wins
+    out = cli(*base, "--max-num-seqs", "0")
+    assert out.code == 2 and "Traceback" not in out.err

@@ -76,6 +76,7 @@ class VllmSnapshot:
     nnodes: int = 1
     enable_expert_parallel: bool = False
     max_num_batched_tokens: int = 8192
+    max_num_seqs: int = 256
     all2all_backend: str | None = None
     enable_eplb: bool = False
     moe_backend: str = "auto"
@@ -240,6 +241,7 @@ def decision_table(decision: Any, headline: str) -> list[str]:
 
 def resolve(snap: VllmSnapshot) -> Outcome:
     """The plug-in's decision for one config, from plain values (the unit-tested core)."""
+    from moe_oracle.cost.model import Workload
     from moe_oracle.errors import BadInputError, OverrideRefusedError
     from moe_oracle.plan.build import distinct_shapes, global_choice
     from moe_oracle.plan.resources import aiter_capacities, derive_aiter_mtpr, derive_mori_heap
@@ -285,13 +287,16 @@ def resolve(snap: VllmSnapshot) -> Outcome:
         blockers.append(f"prefill context parallel size {snap.pcp}: vLLM's DSv4.1 PCP path refuses mega-MoE backends")
     where = (
         f"vLLM {snap.vllm_version}; {deployment.device.name} {deployment.device.arch.value}; {_layout(snap)}; "
-        f"{snap.max_num_batched_tokens} tokens/rank; domain {deployment.topology.domain_size}"
+        f"{snap.max_num_batched_tokens} tokens/rank, {snap.max_num_seqs} seqs; domain {deployment.topology.domain_size}"
     )
     override = None if requested == "auto" else Override(requested)
+    # the workload the engine will run: decode steps of up to max_num_seqs tokens per DP rank and prefill
+    # chunks of max_num_batched_tokens, equally weighted
+    workload = Workload.default(deployment.parallel.tokens_per_rank, decode_tokens=snap.max_num_seqs)
     try:
-        decision = decide(description, deployment, software, engine=Engine.VLLM, override=override)
+        decision = decide(description, deployment, software, engine=Engine.VLLM, override=override, workload=workload)
     except OverrideRefusedError as exc:
-        decision = decide(description, deployment, software, engine=Engine.VLLM)
+        decision = decide(description, deployment, software, engine=Engine.VLLM, workload=workload)
         table = decision_table(decision, f"{head}: REFUSED ({where})")
         return Outcome(
             "refuse",
@@ -423,6 +428,7 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
         nnodes=getattr(pc, "nnodes", 1) or 1,
         enable_expert_parallel=bool(pc.enable_expert_parallel),
         max_num_batched_tokens=int(vllm_config.scheduler_config.max_num_batched_tokens),
+        max_num_seqs=int(getattr(vllm_config.scheduler_config, "max_num_seqs", 256) or 256),
         all2all_backend=pc.all2all_backend,
         enable_eplb=bool(getattr(pc, "enable_eplb", False)),
         moe_backend=str(vllm_config.kernel_config.moe_backend),
