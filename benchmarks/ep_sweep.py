@@ -42,7 +42,7 @@ from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
 from moe_oracle.runtime.ep import ep_moe, reference_expert_fn
 from moe_oracle.runtime.nonfused import fp8_g128_roundtrip
-from moe_oracle.runtime.quantize import dequantize_expert, quantize_experts, select_experts
+from moe_oracle.runtime.quantize import dequantize_experts, quantize_experts, select_experts
 from moe_oracle.selection import decide
 
 TOKENS = (1, 8, 32, 128, 512, 2048, 8192)
@@ -96,10 +96,7 @@ def build_fused(model, g, local, args, world: int, rank: int):
 def baseline_fn(g, local, cpu: bool, max_rows: int):
     """This rank's expert function for ep_moe: FP32 reference experts (CPU) or the non-fused FP8 layer."""
     if cpu:
-        pairs = [dequantize_expert(local, e) for e in range(local.num_experts)]
-        w13 = torch.stack([a for a, _ in pairs])
-        w2 = torch.stack([b for _, b in pairs])
-        return reference_expert_fn(w13, w2, g.activation)
+        return reference_expert_fn(*dequantize_experts(local), g.activation)
     from moe_oracle.runtime import LayerConfig
     from moe_oracle.runtime.convert import mxfp4_to_fp8_block
     from moe_oracle.runtime.nonfused import GroupedGemmMoE

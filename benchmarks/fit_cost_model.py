@@ -49,25 +49,6 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
     return out
 
 
-def entry(cal: Calibration) -> dict:
-    return {
-        "variant": cal.variant,
-        "device": cal.device,
-        "ep": cal.ep,
-        "library": cal.library,
-        "measured": cal.measured,
-        "source": cal.source,
-        "shape": {
-            "hidden_size": cal.hidden_size,
-            "moe_intermediate_size": cal.moe_intermediate_size,
-            "num_experts": cal.num_experts,
-            "top_k": cal.top_k,
-            "expert_bytes": cal.expert_bytes,
-        },
-        "points": [list(p) for p in cal.points],
-    }
-
-
 def same_slot(a: dict, cal: Calibration) -> bool:
     s = a["shape"]
     return (a["variant"], a["device"], a["ep"], s["hidden_size"], s["num_experts"]) == (
@@ -99,7 +80,7 @@ def main() -> None:
     if args.write:
         data = json.loads(DATA.read_text())
         kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in cals)]
-        data["entries"] = [entry(c) for c in cals] + kept
+        data["entries"] = [c.to_entry() for c in cals] + kept
         DATA.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {len(cals)} entries to {DATA} ({len(data['entries']) - len(kept) - len(cals)} net new)")
 

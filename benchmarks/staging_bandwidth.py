@@ -46,11 +46,15 @@ def copy_same_bytes_us(nbytes: int) -> float:
     return time_us(lambda: [dst.copy_(src) for src, dst in pairs], reps=50, flush=False) / SETS
 
 
-def tune(recipe: str, t: int, h: int) -> list[tuple[float, int, int, int]]:
-    """(us, block_m, groups_per_prog, num_warps) for a grid of tile shapes, fastest first."""
+def inputs(t: int, h: int, ids_dtype: torch.dtype) -> tuple[list[torch.Tensor], torch.Tensor, torch.Tensor]:
+    """``SETS`` activation sets (rotated through to defeat the L2), top-k ids and weights."""
     xs = [torch.randn(t, h, device="cuda").bfloat16() for _ in range(SETS)]
-    ids = torch.randint(0, 256, (t, TOPK), device="cuda")
-    w = torch.rand(t, TOPK, device="cuda")
+    return xs, torch.randint(0, 256, (t, TOPK), device="cuda", dtype=ids_dtype), torch.rand(t, TOPK, device="cuda")
+
+
+def tune(recipe: str, t: int, h: int) -> list[tuple[float, int, int, int]]:
+    """(us, block_m, groups_per_prog, num_warps) for a grid of tile shapes, fastest first (int64 ids, as route())."""
+    xs, ids, w = inputs(t, h, torch.int64)
     ox, osf, oi, ow = buffers(t, h, recipe)
     out = []
     for bm in (2, 4, 8, 16):
@@ -64,9 +68,7 @@ def tune(recipe: str, t: int, h: int) -> list[tuple[float, int, int, int]]:
 
 def measure(recipe: str, t: int, h: int, dg) -> tuple[float, float, float, int]:
     """(ours us, eager us, DeepGEMM us or nan, bytes moved by one staging call)."""
-    xs = [torch.randn(t, h, device="cuda").bfloat16() for _ in range(SETS)]
-    ids = torch.randint(0, 256, (t, TOPK), device="cuda", dtype=torch.int32)
-    w = torch.rand(t, TOPK, device="cuda")
+    xs, ids, w = inputs(t, h, torch.int32)  # int32 ids: DeepGEMM's pre-dispatch checks for them
     ox, osf, oi, ow = buffers(t, h, recipe)
     for x in xs:  # correctness first, on every input set
         stage(x, ids, w, ox, osf, oi, ow, recipe=recipe)

@@ -31,6 +31,35 @@ class Calibration:
     expert_bytes: int
     points: tuple[tuple[int, float | None, float], ...]
 
+    @classmethod
+    def from_entry(cls, e: dict) -> Calibration:
+        """One entry of ``calibration.json``."""
+        s = e["shape"]
+        return cls(
+            variant=e["variant"],
+            device=e["device"],
+            ep=e["ep"],
+            library=e["library"],
+            measured=e["measured"],
+            source=e["source"],
+            hidden_size=s["hidden_size"],
+            moe_intermediate_size=s["moe_intermediate_size"],
+            num_experts=s["num_experts"],
+            top_k=s["top_k"],
+            expert_bytes=s["expert_bytes"],
+            points=tuple((int(t), a, float(us)) for t, a, us in e["points"]),
+        )
+
+    def to_entry(self) -> dict:
+        """The ``calibration.json`` entry (inverse of :meth:`from_entry`)."""
+        shape = ("hidden_size", "moe_intermediate_size", "num_experts", "top_k", "expert_bytes")
+        head = ("variant", "device", "ep", "library", "measured", "source")
+        return {
+            **{k: getattr(self, k) for k in head},
+            "shape": {k: getattr(self, k) for k in shape},
+            "points": [list(p) for p in self.points],
+        }
+
 
 @dataclass(frozen=True)
 class Fit:
@@ -48,27 +77,7 @@ def load_calibrations() -> tuple[Calibration, ...]:
 @lru_cache(maxsize=1)
 def _load() -> tuple[Calibration, ...]:
     text = resources.files("moe_oracle.data").joinpath("calibration.json").read_text(encoding="utf-8")
-    raw = json.loads(text)
-    out = []
-    for e in raw["entries"]:
-        s = e["shape"]
-        out.append(
-            Calibration(
-                variant=e["variant"],
-                device=e["device"],
-                ep=e["ep"],
-                library=e["library"],
-                measured=e["measured"],
-                source=e["source"],
-                hidden_size=s["hidden_size"],
-                moe_intermediate_size=s["moe_intermediate_size"],
-                num_experts=s["num_experts"],
-                top_k=s["top_k"],
-                expert_bytes=s["expert_bytes"],
-                points=tuple((int(t), a, float(us)) for t, a, us in e["points"]),
-            )
-        )
-    return tuple(out)
+    return tuple(Calibration.from_entry(e) for e in json.loads(text)["entries"])
 
 
 def features(

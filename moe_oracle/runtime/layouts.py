@@ -53,30 +53,40 @@ def _wide(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _permute_rows(t: torch.Tensor, split: tuple[int, int, int]) -> torch.Tensor:
-    """Rows ``[E, a*b*c, ...]`` viewed as ``(a, b, c)`` -> order ``(b, a, c)``, contiguous, same dtype."""
-    e, n = t.shape[:2]
-    w = _wide(t)
-    wrest = w.shape[2:]
-    a, b, c = split
-    out = w.reshape(e, a, b, c, *wrest).transpose(1, 2).reshape(e, n, *wrest).contiguous()
-    return out.view(t.dtype) if out.dtype != t.dtype else out
+def _permute_rows(t: torch.Tensor, split: tuple[int, int, int], out: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows ``[E, a*b*c, ...]`` viewed as ``(a, b, c)`` -> order ``(b, a, c)``, written into ``out`` and returned.
+
+    ``out`` (contiguous, the shape of ``t``) may have another dtype of the same element size: bits are
+    copied, never converted; without it a contiguous tensor like ``t`` is allocated.
+    """
+    src = t.contiguous()
+    if out is None:
+        out = torch.empty_like(src)
+    elif out.shape != src.shape or out.element_size() != src.element_size():
+        raise ValueError(f"row permutation target {tuple(out.shape)} does not match source {tuple(src.shape)}")
+    ws, wo = _wide(src), _wide(out)
+    if ws.dtype != wo.dtype:  # the two could not be widened alike (alignment): move elements as they are
+        ws, wo = src, out.view(src.dtype)
+    e, (a, b, c), rest = src.shape[0], split, ws.shape[2:]
+    wo.view(e, b, a, c, *rest).copy_(ws.view(e, a, b, c, *rest).transpose(1, 2))
+    return out
+
+
+def _gate_up_split(n: int, gran: int) -> tuple[int, int, int]:
+    if n % (2 * gran):
+        raise ValueError(f"gate/up rows ({n}) must be a multiple of {2 * gran} to interleave by {gran}")
+    return 2, n // (2 * gran), gran
 
 
 def interleave_gate_up(t: torch.Tensor, gran: int = INTERLEAVE_GRAN) -> torch.Tensor:
     """``[E, 2I, ...]`` (gate rows then up rows) -> rows ``[g0..g7, u0..u7, g8..g15, ...]`` (contiguous)."""
-    n = t.shape[1]
-    if n % (2 * gran):
-        raise ValueError(f"gate/up rows ({n}) must be a multiple of {2 * gran} to interleave by {gran}")
-    return _permute_rows(t, (2, n // 2 // gran, gran))
+    return _permute_rows(t, _gate_up_split(t.shape[1], gran))
 
 
 def deinterleave_gate_up(t: torch.Tensor, gran: int = INTERLEAVE_GRAN) -> torch.Tensor:
     """Inverse of :func:`interleave_gate_up`."""
-    n = t.shape[1]
-    if n % (2 * gran):
-        raise ValueError(f"rows ({n}) must be a multiple of {2 * gran}")
-    return _permute_rows(t, (n // (2 * gran), 2, gran))
+    two, blocks, gran = _gate_up_split(t.shape[1], gran)
+    return _permute_rows(t, (blocks, two, gran))
 
 
 @dataclass(frozen=True)
@@ -92,17 +102,7 @@ class Interleaved:
     gran: int = INTERLEAVE_GRAN
 
     def write_into(self, target: torch.Tensor) -> None:
-        src = self.source.contiguous()
-        e, n = src.shape[:2]
-        if n % (2 * self.gran):
-            raise ValueError(f"gate/up rows ({n}) must be a multiple of {2 * self.gran} to interleave")
-        if target.shape != src.shape or target.element_size() != src.element_size():
-            raise ValueError(f"interleave target {tuple(target.shape)} does not match source {tuple(src.shape)}")
-        ws = _wide(src)
-        wt = target.view(ws.dtype) if ws.dtype != target.dtype else target
-        rest = ws.shape[2:]
-        blocks = n // (2 * self.gran)
-        wt.view(e, blocks, 2, self.gran, *rest).copy_(ws.view(e, 2, blocks, self.gran, *rest).transpose(1, 2))
+        _permute_rows(self.source, _gate_up_split(self.source.shape[1], self.gran), out=target)
 
 
 def utccp_transpose(sf: torch.Tensor) -> torch.Tensor:

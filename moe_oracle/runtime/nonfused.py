@@ -49,12 +49,12 @@ def grouped_gemm_torch(
 
     ``a [M, K]`` E4M3 with ``sfa [M, K/128]`` FP32; ``w [E, N, K]`` E4M3 with ``wsf [E, N/128, K/128]``.
     """
-    ad = a.float() * sfa.float().repeat_interleave(128, dim=1)[:, : a.shape[1]]
+    from moe_oracle.numerics import dequantize_fp8, dequantize_fp8_block
+
+    ad = dequantize_fp8(a, sfa, 128)
     for e in torch.unique(m_indices[m_indices >= 0]).tolist():
         rows = torch.nonzero(m_indices == e, as_tuple=True)[0]
-        s = wsf[e].float().repeat_interleave(128, dim=0).repeat_interleave(128, dim=1)
-        wd = w[e].float() * s[: w.shape[1], : w.shape[2]]
-        out[rows] = (ad[rows] @ wd.t()).to(out.dtype)
+        out[rows] = (ad[rows] @ dequantize_fp8_block(w[e], wsf[e]).t()).to(out.dtype)
 
 
 class GroupedGemmMoE(MegaMoELayer):
