@@ -62,10 +62,14 @@ def time_us(
 def copy_bandwidth(nbytes: int = (4 << 30) - (64 << 20)) -> float:
     """Device-to-device copy bandwidth in bytes/s (read + written), ``nbytes`` each way after warm-up.
 
+    Every GPU benchmark measures it first, so it is also where one without a GPU stops, with a message.
+
     The default is deliberately not a power of two: on the H200 copies of exactly 1, 2 or 4 GiB
     measured 2.75 TB/s, and 0.25 GiB or 3.94 GiB 4.1-4.3 TB/s (h200.md's 4.27), presumably source
     and destination falling on the same memory channels.
     """
+    if not torch.cuda.is_available():
+        raise SystemExit("this benchmark measures a GPU: no CUDA device is visible (torch.cuda.is_available() False)")
     src = torch.randn(nbytes // 4, device="cuda")
     dst = torch.empty_like(src)
     us = time_us(lambda: dst.copy_(src), reps=20, flush=False)

@@ -139,8 +139,8 @@ def main() -> None:
     if g.num_experts % world:
         raise SystemExit(f"{g.num_experts} experts do not divide over {world} ranks")
     per = g.num_experts // world
-    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
-    experts = quantize_experts(w13.to(dev), w2.to(dev), g.weight_quant)
+    w13, w2 = random_masters(g, torch.Generator(device=dev).manual_seed(0))  # the same draw on every rank
+    experts = quantize_experts(w13, w2, g.weight_quant)
     del w13, w2
     local = select_experts(experts, rank * per, (rank + 1) * per)
     fused, label = (None, "none (--cpu)") if args.cpu else build_fused(model, g, local, args, world, rank)

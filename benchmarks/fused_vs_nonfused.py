@@ -171,8 +171,8 @@ def main() -> None:
         print(f"{args.model}: experts taken as MXFP4 for the sweep (the stored format is FP8)")
     g = model.main_group
     conversion = oracle_conversion(model, args.deployment)
-    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
-    experts = quantize_experts(w13.cuda(), w2.cuda(), g.weight_quant)
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
+    experts = quantize_experts(w13, w2, g.weight_quant)
     del w13, w2
     layers, info = build_paths(g, experts, conversion, max(tokens))
     print(

@@ -13,7 +13,8 @@ One run, every number side by side:
    pre-staged inputs, and DeepGEMM's own ``mega_moe_pre_dispatch_sm90`` + kernel; the HBM floor
    is the active experts' weight bytes over the measured copy bandwidth.
 4. Weight preparation: one layer's 256 experts from checkpoint layout to the kernel layout on the
-   GPU, bandwidth against the copy bandwidth and the extra memory it needed.
+   GPU, against the copy ceiling and a plain copy of the same tensors measured next to it; the gate/up
+   interleave by torch's strided copy and by the Triton block copy; the extra memory it needed.
 
 Run on the H200 (needs a DeepGEMM build with the SM90 kernels): ``python benchmarks/sm90_interface.py``.
 """
@@ -34,6 +35,7 @@ from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.build import build_layer, build_layer_for_decision
 from moe_oracle.runtime.kernels import _resolve
+from moe_oracle.runtime.layouts import INTERLEAVE_GRAN, _gate_up_split, _permute_rows
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.selection import decide
 
@@ -114,9 +116,13 @@ def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[
         return
     g = main.group
     gen = torch.Generator(device="cuda").manual_seed(0)
-    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
-    experts = quantize_experts(w13.cuda(), w2.cuda(), g.weight_quant)
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(1))
+    experts = quantize_experts(w13, w2, g.weight_quant)
     del w13, w2
+    layers = sum(len(gr.layers) for gr in stored.layer_groups)
+    if not tokens:  # --prep-only: no kernel, no layer buffers
+        weight_prep(fused.spec, experts, bw, layers)
+        return
     if main.chosen is not None:
         layer = build_layer_for_decision(decision, experts=experts, device="cuda", max_tokens_per_rank=max_tokens)
     else:  # the oracle ranks the non-fused path first for its workload: measure the eligible fused variant
@@ -129,36 +135,71 @@ def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[
     )
     for t in tokens:
         print(measure(layer, twin, experts, g, t, gen, bw))
-    weight_prep(fused.spec, experts, bw, layers=sum(len(gr.layers) for gr in stored.layer_groups))
+    del layer, twin
+    weight_prep(fused.spec, experts, bw, layers)
     torch.cuda.empty_cache()
 
 
+def _timed(fn) -> float:
+    """Plain calls (the transforms allocate per chunk) timed with events, median of 5."""
+    return time_us(fn, reps=5, graph=False, flush=False)
+
+
+def _prep_rows(mod, experts, src: tuple) -> list[tuple[str, str, float]]:
+    """(name, the copy it compares with, us): plain copies, the interleave both ways, the layer into its buffers."""
+    canon = mod.canonical(experts)
+    copies = [torch.empty_like(t) for t in src]
+    rows = [
+        ("copy of the same tensors", "", _timed(lambda: [c.copy_(t) for c, t in zip(copies, src, strict=True)])),
+        ("copy of w13 alone", "", _timed(lambda: copies[0].copy_(src[0]))),
+    ]
+    copies.clear()
+    dst = mod.to_kernel(experts, chunk_experts=8)  # warm-up; the destination (source device)
+    split = _gate_up_split(canon.w13.shape[1], INTERLEAVE_GRAN)
+    rows += [
+        ("w13 interleave: torch strided copy", "copy of w13 alone",
+         _timed(lambda: _permute_rows(canon.w13, split, dst.w13, gpu_kernel=False))),
+        ("w13 interleave: Triton block copy", "copy of w13 alone",
+         _timed(lambda: _permute_rows(canon.w13, split, dst.w13))),
+    ]  # fmt: skip
+    for chunk in (8, 32, experts.num_experts):
+        rows.append((f"layer into preallocated, {chunk} experts/chunk", "copy of the same tensors",
+                     _timed(lambda c=chunk: mod.transform_into(experts, dst, c))))  # fmt: skip
+    return rows
+
+
 def weight_prep(spec, experts, bw: float, layers: int) -> None:
+    """One layer's experts into the variant's kernel layout, side by side with plain copies of the same bytes."""
     mod = importlib.import_module(spec.runtime.split(":")[0].rsplit(".", 1)[0] + ".weights")
-    tensors = (experts.w13, experts.w2, experts.w13_scale, experts.w2_scale)
-    src_bytes = sum(t.numel() * t.element_size() for t in tensors)
-    mod.to_kernel(experts, device="cuda", chunk_experts=8)  # warm-up (first-call allocations and launches)
-    for chunk in (8, 32):
-        torch.cuda.empty_cache()
-        torch.cuda.synchronize()
-        torch.cuda.reset_peak_memory_stats()
-        base = torch.cuda.memory_allocated()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        kw = mod.to_kernel(experts, device="cuda", chunk_experts=chunk)
-        e.record()
-        e.synchronize()
-        us = s.elapsed_time(e) * 1e3
-        extra = torch.cuda.max_memory_allocated() - base
-        dst = kw.nbytes
-        rate = (src_bytes + dst) / (us * 1e-6)
-        print(
-            f"weight prep {spec.variant} chunk {chunk:3d}: {us / 1e3:7.2f} ms for {src_bytes / 2**20:.0f} MiB "
-            f"-> {rate / 1e12:.2f} TB/s = {rate / bw:.2f} of copy; peak above the source {extra / 2**20:.0f} MiB = "
-            f"{extra / dst:.2f} layers (the result plus {(extra - dst) / dst:.2f} layers of temporaries); "
-            f"projected {layers} MoE layers: {us * layers / 1e6:.2f} s"
-        )
-        del kw
+    src = (experts.w13, experts.w2, experts.w13_scale, experts.w2_scale)
+    nbytes = {"copy of the same tensors": sum(t.numel() * t.element_size() for t in src)}
+    nbytes["copy of w13 alone"] = src[0].numel() * src[0].element_size()
+    rows = _prep_rows(mod, experts, src)
+    torch.cuda.empty_cache()
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+    base = torch.cuda.memory_allocated()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    kw = mod.to_kernel(experts, chunk_experts=32)
+    e.record()
+    e.synchronize()
+    alloc_us = s.elapsed_time(e) * 1e3
+    extra = torch.cuda.max_memory_allocated() - base
+    rows.append(("layer with its allocation (to_kernel), 32/chunk", "copy of the same tensors", alloc_us))
+    same = {name: us for name, ref, us in rows if not ref}
+    layer_mib = nbytes["copy of the same tensors"] / 2**20
+    print(f"\nweight prep {spec.variant}: {experts.num_experts} experts, {layer_mib:.0f} MiB read and written")
+    print(f"  {'path':<50} {'ms':>7} {'TB/s':>6} {'/ceiling':>8} {'/same copy':>10}")
+    for name, ref, us in rows:
+        rate = 2 * nbytes[ref or name] / (us * 1e-6)
+        print(f"  {name:<50} {us / 1e3:7.2f} {rate / 1e12:6.2f} {rate / bw:8.2f} {same[ref or name] / us:10.2f}")
+    best = min(us for name, _, us in rows if name.startswith("layer into"))
+    print(
+        f"  peak above the source {extra / 2**20:.0f} MiB = {extra / kw.nbytes:.2f} layers (the result plus "
+        f"{(extra - kw.nbytes) / kw.nbytes:.2f} layers of temporaries); projected {layers} MoE layers: "
+        f"{best * layers / 1e6:.2f} s preallocated, {alloc_us * layers / 1e6:.2f} s with allocation"
+    )
 
 
 def main() -> None:

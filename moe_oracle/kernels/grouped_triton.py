@@ -28,8 +28,8 @@ import torch
 import triton
 import triton.language as tl
 
-INV_FP8_MAX = tl.constexpr(1.0 / 448.0)
-AMAX_FLOOR = tl.constexpr(1e-4)
+from moe_oracle.kernels.fp8_triton import quantize_groups
+
 GROUP = 128
 
 
@@ -63,12 +63,8 @@ def _layout_kernel(counts_ptr, starts_ptr, ends_ptr, num_local, ALIGN: tl.conste
 @triton.jit
 def _quant_group(x, GPP: tl.constexpr):
     """``x`` fp32 ``[GPP * 128]`` -> (E4M3 ``[GPP * 128]``, fp32 scales ``[GPP]``)."""
-    xg = tl.reshape(x, (GPP, 128))
-    amax = tl.maximum(tl.max(tl.abs(xg), axis=1), AMAX_FLOOR)
-    scale = amax * INV_FP8_MAX
-    inv = tl.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
-    q = tl.reshape((xg * inv[:, None]).to(tl.float8e4nv), (GPP * 128,))
-    return q, scale
+    q, scale, _exp = quantize_groups(tl.reshape(x, (GPP, 128)), False)
+    return tl.reshape(q, (GPP * 128,)), scale
 
 
 @triton.jit

@@ -10,9 +10,8 @@ One launch quantizes ``x [T, H]`` (bf16) into a kernel's input buffers and repac
 
 and writes ``topk_idx`` as int64 and ``topk_weights`` as fp32 times ``routed_scaling_factor``,
 with rows at or past ``num_valid`` as padding (id -1, weight 0). Results are bit-identical to
-:func:`moe_oracle.numerics.quantize_fp8` / :func:`quantize_mxfp8` run on the same GPU: the scale is
-``amax * fp32(1/448)`` as torch computes ``amax / 448`` on CUDA, and ``1 / scale`` is an IEEE
-division (``div_rn``, not the approximate fast path); the tests check it.
+:func:`moe_oracle.numerics.quantize_fp8` / :func:`quantize_mxfp8` run on the same GPU (the shared
+:func:`moe_oracle.kernels.fp8_triton.quantize_groups`); the tests check it.
 
 Memory traffic per token: ``2H`` bytes read, ``H`` + scale bytes written; the launch is
 bandwidth-bound and aims at the device's copy bandwidth.
@@ -24,11 +23,7 @@ import torch
 import triton
 import triton.language as tl
 
-FP8_MAX = tl.constexpr(448.0)
-#: torch on CUDA divides by a Python scalar as a multiplication by its fp32 reciprocal; DeepGEMM's
-#: reference (and so moe_oracle.numerics on a GPU) computes ``amax / 448`` that way.
-INV_FP8_MAX = tl.constexpr(1.0 / 448.0)
-AMAX_FLOOR = tl.constexpr(1e-4)
+from moe_oracle.kernels.fp8_triton import quantize_groups
 
 
 @triton.jit
@@ -87,16 +82,7 @@ def _stage_kernel(
     col_ok = cols < hidden
     mask = row_ok[:, None] & col_ok[None, :]
     x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    xg = tl.reshape(x, (BLOCK_M, GROUPS_PER_PROG, GROUP))
-    amax = tl.maximum(tl.max(tl.abs(xg), axis=2), AMAX_FLOOR)
-    scale = amax * INV_FP8_MAX
-    if UE8M0:
-        bits = scale.to(tl.int32, bitcast=True)
-        exp = ((bits >> 23) & 0xFF) + ((bits & 0x7FFFFF) != 0).to(tl.int32)
-        exp = tl.minimum(tl.maximum(exp, 1), 254)
-        scale = (exp << 23).to(tl.float32, bitcast=True)
-    inv = tl.div_rn(tl.full(scale.shape, 1.0, tl.float32), scale)
-    q = (xg * inv[:, :, None]).to(tl.float8e4nv)
+    q, scale, exp = quantize_groups(tl.reshape(x, (BLOCK_M, GROUPS_PER_PROG, GROUP)), UE8M0)
     q = tl.reshape(q, (BLOCK_M, GROUPS_PER_PROG * GROUP))
     tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], q, mask=mask)
     g0 = pid_k * GROUPS_PER_PROG

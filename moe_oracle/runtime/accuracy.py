@@ -144,12 +144,16 @@ def pick_group(model: ModelDescription, layer: int | None) -> MoELayerGroup:
 
 
 def random_masters(group: MoELayerGroup, gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """BF16 ``w13 [E, 2I, H]``, ``w2 [E, H, I]``: ``N(0, 1/K)`` with a log-normal (sigma 0.25) row factor."""
+    """BF16 ``w13 [E, 2I, H]``, ``w2 [E, H, I]``: ``N(0, 1/K)`` with a log-normal (sigma 0.25) row factor.
+
+    Drawn on ``gen``'s device (a CUDA generator draws a full-size layer in milliseconds, the CPU in tens of seconds).
+    """
     e, h, i = group.num_experts, group.hidden_size, group.moe_intermediate_size
-    w13 = torch.randn(e, 2 * i, h, generator=gen) * (h**-0.5)
-    w13 *= torch.exp(0.25 * torch.randn(e, 2 * i, 1, generator=gen))
-    w2 = torch.randn(e, h, i, generator=gen) * (i**-0.5)
-    w2 *= torch.exp(0.25 * torch.randn(e, h, 1, generator=gen))
+    dev = gen.device
+    w13 = torch.randn(e, 2 * i, h, generator=gen, device=dev) * (h**-0.5)
+    w13 *= torch.exp(0.25 * torch.randn(e, 2 * i, 1, generator=gen, device=dev))
+    w2 = torch.randn(e, h, i, generator=gen, device=dev) * (i**-0.5)
+    w2 *= torch.exp(0.25 * torch.randn(e, h, 1, generator=gen, device=dev))
     return w13.to(torch.bfloat16), w2.to(torch.bfloat16)
 
 

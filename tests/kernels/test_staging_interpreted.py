@@ -1,4 +1,4 @@
-"""The Triton staging kernel's top-k repack and padding, run on the CPU by Triton's interpreter.
+"""The Triton staging kernel's top-k repack, padding and scales, run on the CPU by Triton's interpreter.
 
 Triton's interpreter emulates the kernel with numpy, exactly for integer and fp32 data (its FP8
 cast is not bit-exact, so the quantized values are checked on a GPU: test_staging_triton.py).
@@ -18,6 +18,7 @@ pytest.importorskip("triton")
 CODE = """
 import torch
 from moe_oracle.kernels.staging_triton import stage
+from moe_oracle.numerics import quantize_mxfp8
 t, h, k, cap = 5, 512, 6, 40
 x = torch.randn(t, h).bfloat16()
 ids = torch.randint(0, 256, (t, 256))[:, :k]
@@ -34,6 +35,12 @@ for recipe, sf_dtype in (("fp8_g128", torch.float32), ("mxfp8", torch.int32)):
     assert torch.equal(oi[:t], want_ids), recipe
     assert torch.equal(ow[:t], want_w), recipe
     assert bool((oi[t:] == -1).all()) and bool((ow[t:] == 0).all()), recipe
+    # the shared quantize_groups scale math (integer and fp32 only: exact in the interpreter)
+    if recipe == "fp8_g128":
+        amax = x.float().view(t, h // 128, 128).abs().amax(-1).clamp_min(1e-4)
+        assert torch.equal(osf[:t], amax * torch.tensor(1 / 448, dtype=torch.float32)), recipe
+    else:
+        assert torch.equal(osf[:t], quantize_mxfp8(x, 32, packed=True)[1]), recipe
 print("ok")
 """
 

@@ -66,9 +66,7 @@ def _experts(model: str, variant: str, spec):
     key = (model, quant.label(), conv)
     if key not in _WEIGHTS:
         _WEIGHTS.clear()  # one full-size layer on the device at a time
-        gen = torch.Generator().manual_seed(0)
-        w13, w2 = random_masters(g, gen)
-        w13, w2 = w13.cuda(), w2.cuda()
+        w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
         _WEIGHTS[key] = (g, quantize_experts(w13, w2, quant, convention=conv, w2_input_scale=2e-3))
         del w13, w2
     return _WEIGHTS[key]

@@ -107,8 +107,8 @@ def test_deep_gemm_grouped_layouts(model):
 
     fp8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
     g = resolve_model(model).main_group.model_copy(update={"weight_quant": fp8})
-    w13, w2 = random_masters(g, torch.Generator().manual_seed(0))
-    experts = quantize_experts(w13.cuda(), w2.cuda(), fp8)
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
+    experts = quantize_experts(w13, w2, fp8)
     del w13, w2
     cfg = LayerConfig(group=g, max_tokens_per_rank=512)
     try:
