@@ -110,7 +110,8 @@ def build_paths(g, experts, conversion, max_tokens: int) -> tuple[dict, dict]:
     return layers, info
 
 
-def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float) -> list[dict]:
+def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row=None) -> list[dict]:
+    """One row per T (printed, and passed to ``on_row`` with the rows so far: a run cut short keeps them)."""
     gen = torch.Generator(device="cuda").manual_seed(1)
     e_fp8, e_fp4 = info["fp8_bytes"] / g.num_experts, info["mxfp4_bytes"] / g.num_experts  # bytes per expert
     head = f"{'T':>5} {'active':>6} " + " ".join(f"{p:>18}" for p in PATHS)
@@ -146,6 +147,8 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float) -> lis
             + f" {best / max(hbm8, flop_floor):9.2f}"
         )
         rows.append(row)
+        if on_row is not None:
+            on_row(rows)
     return rows
 
 
@@ -182,8 +185,8 @@ def main() -> None:
         f" experts per layer {info['mxfp4_bytes'] / 2**30:.2f} GiB MXFP4 -> {info['fp8_bytes'] / 2**30:.2f} GiB FP8; "
         f"non-fused buffers {info['nonfused_buffer_bytes'] / 2**30:.2f} GiB"
     )
-    rows = sweep(g, experts, layers, tokens, info, bw, peak)
-    if args.json:
+
+    def save(rows: list[dict]) -> None:
         import deep_gemm
 
         out = {
@@ -207,6 +210,9 @@ def main() -> None:
         }
         with open(args.json, "w") as f:
             json.dump(out, f, indent=1)
+
+    sweep(g, experts, layers, tokens, info, bw, peak, on_row=save if args.json else None)
+    if args.json:
         print("wrote", args.json)
 
 

@@ -14,7 +14,7 @@ One run, every number side by side:
    is the active experts' weight bytes over the measured copy bandwidth.
 4. Weight preparation: one layer's 256 experts from checkpoint layout to the kernel layout on the
    GPU, against the copy ceiling and a plain copy of the same tensors measured next to it; the gate/up
-   interleave by torch's strided copy and by the Triton block copy; the extra memory it needed.
+   interleave alone (8-byte words, and single bytes for comparison); the extra memory it needed.
 
 Run on the H200 (needs a DeepGEMM build with the SM90 kernels): ``python benchmarks/sm90_interface.py``.
 """
@@ -35,7 +35,7 @@ from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.build import build_layer, build_layer_for_decision
 from moe_oracle.runtime.kernels import _resolve
-from moe_oracle.runtime.layouts import INTERLEAVE_GRAN, _gate_up_split, _permute_rows
+from moe_oracle.runtime.layouts import INTERLEAVE_GRAN, LOAD_CHUNK_EXPERTS, _gate_up_split, _permute_rows
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.selection import decide
 
@@ -156,13 +156,15 @@ def _prep_rows(mod, experts, src: tuple) -> list[tuple[str, str, float]]:
     copies.clear()
     dst = mod.to_kernel(experts, chunk_experts=8)  # warm-up; the destination (source device)
     split = _gate_up_split(canon.w13.shape[1], INTERLEAVE_GRAN)
+    (a, b, c), e = split, canon.w13.shape[0]
+    bytewise = dst.w13.view(canon.w13.dtype).view(e, b, a, c, -1)
     rows += [
-        ("w13 interleave: torch strided copy", "copy of w13 alone",
-         _timed(lambda: _permute_rows(canon.w13, split, dst.w13, gpu_kernel=False))),
-        ("w13 interleave: Triton block copy", "copy of w13 alone",
+        ("w13 interleave (8-byte words, as loading does it)", "copy of w13 alone",
          _timed(lambda: _permute_rows(canon.w13, split, dst.w13))),
+        ("w13 interleave moving single bytes", "copy of w13 alone",
+         _timed(lambda: bytewise.copy_(canon.w13.view(e, a, b, c, -1).transpose(1, 2)))),
     ]  # fmt: skip
-    for chunk in (8, 32, experts.num_experts):
+    for chunk in (4, 16, 64, experts.num_experts):
         rows.append((f"layer into preallocated, {chunk} experts/chunk", "copy of the same tensors",
                      _timed(lambda c=chunk: mod.transform_into(experts, dst, c))))  # fmt: skip
     return rows
@@ -181,12 +183,14 @@ def weight_prep(spec, experts, bw: float, layers: int) -> None:
     base = torch.cuda.memory_allocated()
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
-    kw = mod.to_kernel(experts, chunk_experts=32)
+    kw = mod.to_kernel(experts, chunk_experts=LOAD_CHUNK_EXPERTS)
     e.record()
     e.synchronize()
     alloc_us = s.elapsed_time(e) * 1e3
     extra = torch.cuda.max_memory_allocated() - base
-    rows.append(("layer with its allocation (to_kernel), 32/chunk", "copy of the same tensors", alloc_us))
+    rows.append(
+        (f"layer with its allocation (to_kernel), {LOAD_CHUNK_EXPERTS}/chunk", "copy of the same tensors", alloc_us)
+    )
     same = {name: us for name, ref, us in rows if not ref}
     layer_mib = nbytes["copy of the same tensors"] / 2**20
     print(f"\nweight prep {spec.variant}: {experts.num_experts} experts, {layer_mib:.0f} MiB read and written")

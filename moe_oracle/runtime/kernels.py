@@ -28,7 +28,7 @@ import torch
 
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
-from moe_oracle.runtime.layouts import KernelWeights
+from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelWeights
 from moe_oracle.runtime.vendor import (
     ensure_process_group,
     require_attrs,
@@ -175,7 +175,7 @@ class DeepGemmMegaMoE(MegaMoELayer):
             raise LayerInputError(
                 f"{self.key}: got {experts.num_experts} experts, this rank holds {self.config.num_local_experts}"
             )
-        chunk = int(self.config.options.get("load_chunk_experts", 4))
+        chunk = int(self.config.options.get("load_chunk_experts", LOAD_CHUNK_EXPERTS))
         self.weights = self._weights_mod.to_kernel(experts, device=self.device, chunk_experts=chunk)
         self._check_signature()
 
@@ -292,7 +292,7 @@ class AiterMegaMoE(MegaMoELayer):
                 f"{self.key}: got {experts.num_experts} experts, this rank holds {self.config.num_local_experts}"
             )
         weights_mod = _import(self.WEIGHTS)
-        self.weights = weights_mod.to_kernel(experts, device=self.device, chunk_experts=4)
+        self.weights = weights_mod.to_kernel(experts, device=self.device, chunk_experts=LOAD_CHUNK_EXPERTS)
         kwargs = self.runtime_arguments(self.weights)
         g = self.config.group
         cache_key = (

@@ -1,5 +1,4 @@
-"""Weight-layout permutations shared by the kernel variants (torch on any device; row permutations on a GPU
-by a Triton block copy, :mod:`moe_oracle.kernels.permute_triton`).
+"""Weight-layout permutations shared by the kernel variants (pure torch, any device).
 
 Every transform here is a pure permutation (or a bit-exact repacking) with an exact inverse, written
 from the layout rules the vendors document (see ``docs/runtime.md`` for the sources):
@@ -21,7 +20,6 @@ so a caller can run them on any slice of experts (streaming, see :func:`transfor
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +28,10 @@ import torch
 
 INTERLEAVE_GRAN = 8
 UTCCP_ROWS = 128
+#: experts per chunk when a layer loads its weights (``LayerConfig.options["load_chunk_experts"]``): each
+#: chunk's temporaries (scale repacks; a CPU-held source's staging copy) exist one at a time, and per-chunk
+#: launch costs stay small (benchmarks/sm90_interface.py --prep-only measures 4 to 256)
+LOAD_CHUNK_EXPERTS = 64
 
 
 def _inverse_perm(perm: tuple[int, ...]) -> tuple[int, ...]:
@@ -55,41 +57,27 @@ def _wide(t: torch.Tensor) -> torch.Tensor:
     return t
 
 
-def _permute_rows(
-    t: torch.Tensor, split: tuple[int, int, int], out: torch.Tensor | None = None, *, gpu_kernel: bool = True
-) -> torch.Tensor:
+def _permute_rows(t: torch.Tensor, split: tuple[int, int, int], out: torch.Tensor | None = None) -> torch.Tensor:
     """Rows ``[E, a*b*c, ...]`` viewed as ``(a, b, c)`` -> order ``(b, a, c)``, written into ``out`` and returned.
 
     ``out`` (contiguous, the shape of ``t``) may have another dtype of the same element size: bits are
-    copied, never converted; without it a contiguous tensor like ``t`` is allocated. On a GPU the Triton
-    block-copy kernel moves the rows (``gpu_kernel=False``: torch's strided copy, for comparison).
+    copied, never converted; without it a contiguous tensor like ``t`` is allocated.
+
+    On the H200 this strided copy of 8-byte words runs at 0.86-0.88 of a plain copy of the same bytes
+    (a Triton kernel copying whole row blocks measured the same, 1.00-1.02x, so it was not kept); moving
+    single FP8/FP4 bytes it ran at 0.19.
     """
     src = t.contiguous()
     if out is None:
         out = torch.empty_like(src)
     elif out.shape != src.shape or out.element_size() != src.element_size():
         raise ValueError(f"row permutation target {tuple(out.shape)} does not match source {tuple(src.shape)}")
-    e, (a, b, c) = src.shape[0], split
-    if gpu_kernel and src.is_cuda and _gpu_permute(src, out, (a, b), c * math.prod(src.shape[2:]) * src.element_size()):
-        return out
     ws, wo = _wide(src), _wide(out)
     if ws.dtype != wo.dtype:  # the two could not be widened alike (alignment): move elements as they are
         ws, wo = src, out.view(src.dtype)
-    rest = ws.shape[2:]
+    e, (a, b, c), rest = src.shape[0], split, ws.shape[2:]
     wo.view(e, b, a, c, *rest).copy_(ws.view(e, a, b, c, *rest).transpose(1, 2))
     return out
-
-
-def _gpu_permute(src: torch.Tensor, out: torch.Tensor, split: tuple[int, int], block_bytes: int) -> bool:
-    """The permutation by the Triton block-copy kernel (copy bandwidth on a GPU); False where it does not apply."""
-    try:
-        from moe_oracle.kernels.permute_triton import can_permute, permute_blocks
-    except ImportError:  # no Triton: torch's strided copy
-        return False
-    if not can_permute(src, out, block_bytes):
-        return False
-    permute_blocks(src, out, split, block_bytes)
-    return True
 
 
 def _gate_up_split(n: int, gran: int) -> tuple[int, int, int]:
