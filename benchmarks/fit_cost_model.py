@@ -80,9 +80,10 @@ def main() -> None:
     if args.write:
         data = json.loads(DATA.read_text())
         kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in cals)]
+        replaced = len(data["entries"]) - len(kept)
         data["entries"] = [c.to_entry() for c in cals] + kept
         DATA.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {len(cals)} entries to {DATA} ({len(data['entries']) - len(kept) - len(cals)} net new)")
+        print(f"wrote {len(cals)} entries to {DATA} ({replaced} replaced, {len(cals) - replaced} new)")
 
 
 if __name__ == "__main__":

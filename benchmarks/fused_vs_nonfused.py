@@ -12,6 +12,9 @@ One run, every path through moe-oracle's interface, all computing the same model
   ``psum`` and ``m_indices`` layouts on the converted experts. The conversion being lossless, all four
   compute on identical weight values, so one FP32 reference (dequantized MXFP4 weights, dequantized
   FP8 input, no intermediate rounding) checks them all, before any timing, on fresh random inputs;
+- routing: the model's own router on randn logits with no correction bias, so every expert is equally
+  likely (a trained router's bias keeps production load balanced; a random bias would leave experts
+  idle and flatter the paths that stream only active experts), as ``shared/reference/h200.md`` routes;
 - time: CUDA graph per path and T, 512 MB zeroed before each timed replay (L2 cleared), CUDA events,
   median of 20; floors: the active experts' weight bytes at the measured copy bandwidth (HBM) and
   the FLOPs at the FP8 dense peak.
@@ -120,7 +123,8 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row
     for t in tokens:
         x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
         logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
-        ids, w = route(g, logits, bias=0.1 * torch.randn(g.num_experts, device="cuda", generator=gen))
+        # zero correction bias: balanced in expectation, as a trained router's correction bias keeps it
+        ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
         check = torch.randperm(t, device="cuda", generator=gen)[: min(t, 128)]
         xs = layers["nonfused_psum"].staged_input(x)
         ref = reference_moe(xs[check], ids[check], w[check], experts, g.activation)

@@ -5,7 +5,8 @@ one EP size and one shape. :func:`fit` solves, by least squares on relative erro
 
     t(T) = fixed_us + us_per_mb * active_expert_megabytes + us_per_tflop * teraflops
 
-per entry; terms whose coefficient would come out negative are dropped and the fit redone.
+per entry (:func:`fit`) or over the entries of several shapes at once (:func:`fit_pooled`); terms whose
+coefficient would come out negative are dropped and the fit redone.
 """
 
 from __future__ import annotations
@@ -145,17 +146,25 @@ def decode_fit(cal: Calibration, max_tokens: int = 128) -> DecodeFit:
     return DecodeFit(coef[0], coef[1], err, len(ys))
 
 
-@lru_cache(maxsize=64)
 def fit(cal: Calibration) -> Fit:
     """Fit the three-term model to ``cal``'s points."""
+    return fit_pooled((cal,))
+
+
+@lru_cache(maxsize=64)
+def fit_pooled(cals: tuple[Calibration, ...]) -> Fit:
+    """Fit the three-term model to the points of several calibrations at once (one variant, several shapes):
+    each point's features come from its own shape, so the coefficients are what the shapes share."""
     from moe_oracle.cost.model import expected_active_experts
 
     rows, ys = [], []
-    for tokens, active, us in cal.points:
-        if active is None:
-            active = expected_active_experts(cal.num_experts, cal.top_k, tokens, cal.ep)
-        rows.append(features(tokens, active, cal.expert_bytes, cal.top_k, cal.hidden_size, cal.moe_intermediate_size))
-        ys.append(us)
+    for cal in cals:
+        for tokens, active, us in cal.points:
+            if active is None:
+                active = expected_active_experts(cal.num_experts, cal.top_k, tokens, cal.ep)
+            shape = (cal.expert_bytes, cal.top_k, cal.hidden_size, cal.moe_intermediate_size)
+            rows.append(features(tokens, active, *shape))
+            ys.append(us)
     use = [True, True, True]
     if len(rows) < 3:
         use[2] = False

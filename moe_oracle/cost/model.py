@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from moe_oracle.cost.calibration import Calibration, features, fit, load_calibrations
+from moe_oracle.cost.calibration import Calibration, features, fit_pooled, load_calibrations
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import VariantSpec
 from moe_oracle.spec.deployment import Deployment
@@ -77,29 +78,38 @@ def expected_active_experts(num_experts: int, top_k: int, tokens_per_rank: int, 
     return local * (1.0 - p_miss)
 
 
-def _calibration_for(spec: VariantSpec | str, deployment: Deployment) -> Calibration | None:
+def _calibrations_for(
+    spec: VariantSpec | str, deployment: Deployment, calibrations: Sequence[Calibration] | None = None
+) -> tuple[Calibration, ...]:
+    """The variant's calibrations on the closest device class and EP (this device first, then the nearest
+    EP, then measured before published): every shape measured there. ``calibrations`` defaults to the
+    package's data."""
     family = deployment.device.arch.family
     from moe_oracle.spec.device import DEVICES
 
     key = spec if isinstance(spec, str) else spec.key
     candidates = [
         c
-        for c in load_calibrations()
+        for c in (load_calibrations() if calibrations is None else calibrations)
         if c.variant == key and c.device in DEVICES and DEVICES[c.device].arch.family == family
     ]
-    if not candidates:
-        return None
     ep = deployment.parallel.ep
-    return min(candidates, key=lambda c: (c.device != deployment.device.name, abs(c.ep - ep), not c.measured))
+
+    def closeness(c: Calibration) -> tuple[bool, int, bool]:
+        return (c.device != deployment.device.name, abs(c.ep - ep), not c.measured)
+
+    if not candidates:
+        return ()
+    best = min(map(closeness, candidates))
+    return tuple(c for c in candidates if closeness(c) == best)
 
 
-def _same_shape(cal: Calibration, group: MoELayerGroup, ep: int) -> bool:
-    return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k, cal.ep) == (
+def _same_shape(cal: Calibration, group: MoELayerGroup) -> bool:
+    return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k) == (
         group.hidden_size,
         group.moe_intermediate_size,
         group.num_experts,
         group.top_k,
-        ep,
     )
 
 
@@ -115,34 +125,46 @@ def interpolate(cal: Calibration, tokens: int) -> float:
     return pts[-1][1]
 
 
-def estimate_us(spec: VariantSpec | str, group: MoELayerGroup, deployment: Deployment, tokens: int) -> CostEstimate:
+def estimate_us(
+    spec: VariantSpec | str,
+    group: MoELayerGroup,
+    deployment: Deployment,
+    tokens: int,
+    calibrations: Sequence[Calibration] | None = None,
+) -> CostEstimate:
     """Expected microseconds for one layer call of ``tokens`` tokens per rank.
 
     ``spec`` is a variant or the key of another calibrated path (``nonfused:...``). With a
-    calibration of this shape and EP the measured points are interpolated (log2 T); otherwise the
-    three-term fit is evaluated at this group's bytes and FLOPs; without any calibration, a
-    roofline estimate from datasheet rates is returned (marked unmeasured).
+    calibration of this shape and EP the measured points are interpolated (log2 T); otherwise a
+    three-term fit from the closest device and EP is evaluated at this group's bytes and FLOPs: this
+    shape's own fit where it was measured there (at another EP), else one fit over every shape
+    measured there; without any calibration, a roofline estimate from datasheet rates is returned
+    (marked unmeasured). ``calibrations`` replaces the package's data (a benchmark scoring
+    the model on calibrations it was not given, e.g. another shape's).
     """
     ep = deployment.parallel.ep
     active = expected_active_experts(group.num_experts, group.top_k, tokens, ep)
     x = features(
         tokens, active, group.expert_weight_bytes(), group.top_k, group.hidden_size, group.moe_intermediate_size
     )
-    cal = _calibration_for(spec, deployment)
-    if cal is not None and _same_shape(cal, group, ep):
-        kind = "measured" if cal.measured else "published"
-        basis = f"{kind} points, {cal.device} EP{cal.ep}, {cal.library} ({cal.source})"
-        return CostEstimate(interpolate(cal, tokens), basis, cal.measured)
-    cal = _calibration_for(spec, deployment)
-    if cal is not None:
-        f = fit(cal)
+    cals = _calibrations_for(spec, deployment, calibrations)
+    same = next((c for c in cals if _same_shape(c, group)), None)
+    if same is not None and same.ep == ep:
+        kind = "measured" if same.measured else "published"
+        basis = f"{kind} points, {same.device} EP{same.ep}, {same.library} ({same.source})"
+        return CostEstimate(interpolate(same, tokens), basis, same.measured)
+    if cals:
+        fitted = (same,) if same is not None else cals  # this shape's own fit, else what the shapes share
+        f = fit_pooled(fitted)
         us = f.fixed_us + f.us_per_mb * x[1] + f.us_per_tflop * x[2]
-        kind = "measured" if cal.measured else "published"
+        head = fitted[0]
+        kind = "measured" if head.measured else "published"
+        shapes = "this shape" if same is not None else f"{len(fitted)} other shape{'s' if len(fitted) > 1 else ''}"
         basis = (
-            f"{kind}, {cal.device} EP{cal.ep}, {cal.library}; {f.num_points}-point fit, max error "
-            f"{f.max_rel_error:.0%} ({cal.source})"
+            f"{kind}, {head.device} EP{head.ep}, {head.library}; {f.num_points}-point fit over {shapes}, max error "
+            f"{f.max_rel_error:.0%} ({'; '.join(c.source for c in fitted)})"
         )
-        return CostEstimate(us, basis, cal.measured)
+        return CostEstimate(us, basis, head.measured)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s

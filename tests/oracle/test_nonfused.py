@@ -20,13 +20,31 @@ def _v4_fp8():
     return base.model_copy(update={"layer_groups": (base.main_group.model_copy(update={"weight_quant": FP8}),)})
 
 
-def test_measured_points_are_reproduced_exactly():
-    g = _v4_fp8().main_group
+@pytest.mark.parametrize("model", [V4_FLASH, GLM5_FP8])
+def test_measured_points_are_reproduced_exactly(model):
+    g = resolve_model(model).main_group
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
-    for cal in load_calibrations():
-        if cal.device == "h200" and cal.variant != "deep_gemm_mega_moe:sm90_fp8xfp4":
-            for t, _, us in cal.points:
-                assert estimate_us(cal.variant, g, dep, t).us == pytest.approx(us)
+    shape = (g.hidden_size, g.moe_intermediate_size, g.num_experts, g.top_k)
+    cals = [c for c in load_calibrations() if c.device == "h200" and c.ep == 1]
+    mine = [c for c in cals if (c.hidden_size, c.moe_intermediate_size, c.num_experts, c.top_k) == shape]
+    assert len(mine) == 4  # both fused variants and both non-fused layouts measured at this shape
+    for cal in mine:
+        for t, _, us in cal.points:
+            assert estimate_us(cal.variant, g, dep, t).us == pytest.approx(us)
+
+
+def test_an_unmeasured_shape_is_costed_from_the_shapes_measured():
+    from moe_oracle.cost.calibration import fit_pooled
+
+    g = resolve_model(V4_FLASH).main_group.model_copy(update={"hidden_size": 5120, "weight_quant": FP8})
+    dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
+    est = estimate_us("deep_gemm_mega_moe:sm90_fp8xfp8", g, dep, 64)
+    assert "fit over 2 other shapes" in est.basis and est.measured
+    both = tuple(c for c in load_calibrations() if c.variant == "deep_gemm_mega_moe:sm90_fp8xfp8" and c.ep == 1)
+    assert fit_pooled(both).num_points == sum(len(c.points) for c in both)
+    # between the two measured shapes (H 4096 and 6144): between their measured times at T = 64
+    at = {c.hidden_size: dict((t, us) for t, _, us in c.points)[64] for c in both}
+    assert at[4096] < est.us < at[6144]
 
 
 @pytest.mark.parametrize(
