@@ -11,8 +11,9 @@ measured path (regret) and against the static policies "always fused" and "alway
 In-sample the oracle interpolates the very points it is scored on, so two out-of-sample choices are
 scored as well:
 
-* leave-one-out: for each T of the sweep every path's calibration without that T predicts the time
-  there (log-T interpolation between the neighbours);
+* leave-one-out: for each T inside the sweep every path's calibration without that T predicts the
+  time there (log-T interpolation between the neighbours; the first and last T are not held out, as
+  they would be extrapolated rather than interpolated);
 * other shapes only: the cost model without any calibration of this shape (the three-term fit over
   the other measured shapes, evaluated at this shape's bytes and FLOPs): what the oracle does for a
   model nobody measured.
@@ -92,7 +93,7 @@ def main() -> None:
         paths = {p: cost(p, wl) for p in (FUSED, *NONFUSED)}
         best = min(paths.values())
         picks = {"oracle": choice(wl), "other": other_shapes_choice(wl)}
-        if len(wl.points) == 1:
+        if len(wl.points) == 1 and sweep[0] < wl.points[0][0] < sweep[-1]:
             picks["loo"] = loo_choice(wl.points[0][0])
         for k, pick in picks.items():
             worst[k] = max(worst[k], paths[pick] / best - 1)

@@ -114,7 +114,8 @@ def _same_shape(cal: Calibration, group: MoELayerGroup) -> bool:
 
 
 def interpolate(cal: Calibration, tokens: int) -> float:
-    """Measured time at ``tokens``: piecewise linear in log2(T) between points, flat outside."""
+    """Measured time at ``tokens``: piecewise linear in log2(T) between points; below the first point its
+    time; above the last, linear in T along the last two points (the compute-bound end grows with T)."""
     pts = sorted((t, us) for t, _, us in cal.points)
     if tokens <= pts[0][0]:
         return pts[0][1]
@@ -122,7 +123,10 @@ def interpolate(cal: Calibration, tokens: int) -> float:
         if tokens <= t1:
             f = (math.log2(tokens) - math.log2(t0)) / (math.log2(t1) - math.log2(t0))
             return u0 + f * (u1 - u0)
-    return pts[-1][1]
+    if len(pts) < 2:
+        return pts[-1][1]
+    (t0, u0), (t1, u1) = pts[-2], pts[-1]
+    return u1 + max(u1 - u0, 0.0) / (t1 - t0) * (tokens - t1)
 
 
 def estimate_us(

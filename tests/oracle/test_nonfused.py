@@ -145,3 +145,17 @@ def test_max_num_seqs_is_the_decode_batch():
     assert "decode 4 + prefill 8192" in out.out  # an explicit --decode-tokens wins
     out = cli(*base, "--max-num-seqs", "0")
     assert out.code == 2 and "Traceback" not in out.err
+
+
+def test_beyond_the_last_measured_t_the_cost_grows_linearly():
+    from moe_oracle.cost.model import interpolate
+
+    (cal,) = [
+        c
+        for c in load_calibrations()
+        if c.variant == "nonfused:deepgemm_fp8_psum" and c.device == "h200" and c.hidden_size == 4096
+    ]
+    pts = dict((t, us) for t, _, us in cal.points)
+    slope = (pts[8192] - pts[4096]) / 4096
+    assert interpolate(cal, 16384) == pytest.approx(pts[8192] + slope * 8192)
+    assert interpolate(cal, 1) == pts[1] and interpolate(cal, 8192) == pts[8192]
