@@ -12,9 +12,13 @@ One process per GPU (``torchrun``), NCCL, symmetric memory without NVLink multic
   (dequantized weights, dequantized FP8-staged input), for the fused layer and for the baseline;
 - fused: a CUDA graph of ``layer(x, ids, w)`` per rank, ranks aligned by a barrier before each timed replay,
   CUDA events, median of 20; the slowest rank's median is reported;
-- baseline: :func:`moe_oracle.runtime.ep.ep_moe` (``all_to_all_single`` dispatch and combine) around this
-  rank's non-fused FP8 grouped-GEMM layer (``moe_oracle.runtime.nonfused``, DeepGEMM); MXFP4 experts are
-  converted to FP8 first (lossless). It syncs on the split sizes, so it runs eagerly (events, median of 10).
+- baseline: :func:`moe_oracle.runtime.ep.ep_moe` (``all_to_all_single`` dispatch and combine of BF16 rows,
+  FP32 weighted sum) around this rank's non-fused FP8 grouped-GEMM layer (``moe_oracle.runtime.nonfused``,
+  DeepGEMM); MXFP4 experts are converted to FP8 first (lossless). It syncs on the split sizes, so it runs
+  eagerly (events, median of 10);
+- fixed baseline (T <= ``--fixed-max-tokens``, decode batches): :func:`moe_oracle.runtime.ep.ep_moe_fixed` around
+  the same layer, every rank padded to T and sending every rank a fixed capacity, so the whole layer is one
+  CUDA graph per rank like the fused kernel (what an engine's decode path does with DeepEP's low-latency mode).
 
 ``--cpu`` is a dry run of everything but the fused kernel (gloo, FP32 reference experts as the baseline's
 expert function, ``--scale`` shrinks the shape): it checks the plumbing, the ragged routing and the
@@ -40,7 +44,7 @@ from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_softwar
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
-from moe_oracle.runtime.ep import ep_moe, reference_expert_fn
+from moe_oracle.runtime.ep import ep_moe, ep_moe_fixed, reference_expert_fn
 from moe_oracle.runtime.nonfused import fp8_g128_roundtrip
 from moe_oracle.runtime.quantize import dequantize_experts, quantize_experts, select_experts
 from moe_oracle.selection import decide
@@ -111,7 +115,7 @@ def baseline_fn(g, local, cpu: bool, max_rows: int):
 
     def run(rows: torch.Tensor, local_ids: torch.Tensor) -> torch.Tensor:
         m = rows.shape[0]
-        return layer(rows.bfloat16(), local_ids.view(-1, 1), ones[:m]).float()
+        return layer(rows.bfloat16(), local_ids.view(-1, 1), ones[:m])
 
     return run
 
@@ -124,16 +128,22 @@ def main() -> None:
     ap.add_argument("--variant", default=None, help="run this backend:variant instead of the oracle's choice")
     ap.add_argument("--cpu", action="store_true", help="dry run on CPUs (gloo): reference and baseline only")
     ap.add_argument("--scale", type=float, default=1.0, help="shrink H, I and E (CPU dry runs)")
+    ap.add_argument(
+        "--fixed-max-tokens", type=int, default=512, help="run the fixed-capacity (graph) baseline up to this T/rank"
+    )
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
     args.tokens = tuple(int(t) for t in args.tokens.split(","))
     for k, v in ENV.items():
         os.environ.setdefault(k, v)
-    dist.init_process_group("gloo" if args.cpu else "nccl")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    dev = "cpu" if args.cpu else f"cuda:{int(os.environ.get('LOCAL_RANK', rank))}"
-    if not args.cpu:
+    if args.cpu:
+        dist.init_process_group("gloo")
+        dev = "cpu"
+    else:
+        dev = f"cuda:{int(os.environ.get('LOCAL_RANK', 0))}"
         torch.cuda.set_device(dev)
+        dist.init_process_group("nccl", device_id=torch.device(dev))
+    rank, world = dist.get_rank(), dist.get_world_size()
     model = resolve_model(args.model)
     g = model.main_group if args.scale == 1.0 else scaled_group(model.main_group, args.scale)
     if g.num_experts % world:
@@ -146,14 +156,16 @@ def main() -> None:
     fused, label = (None, "none (--cpu)") if args.cpu else build_fused(model, g, local, args, world, rank)
     max_rows = max(args.tokens) * g.top_k * world
     expert_fn = baseline_fn(g, local, args.cpu, max_rows)
+    transport = torch.float32 if args.cpu else torch.bfloat16  # the GPU baseline moves BF16, as engines do
     if rank == 0:
         print(
             f"{model.model}: EP{world} on {world} x {torch.cuda.get_device_name() if not args.cpu else 'CPU'}; "
             f"fused: {label}; H{g.hidden_size} I{g.moe_intermediate_size} E{g.num_experts} top{g.top_k}"
         )
         print(
-            f"{'T/rank':>6} {'tokens (ranks)':>16} {'fused diff':>10} {'base diff':>10} {'fused us':>9} "
-            f"{'base us':>9} {'base/fused':>10} {'published EP8':>13}"
+            f"{'T/rank':>6} {'tokens (ranks)':>16} {'fused diff':>10} {'base diff':>10} {'fixed diff':>10} "
+            f"{'fused us':>9} {'base us':>9} {'fixed us':>9} {'base/fused':>10} {'fixed/fused':>11} "
+            f"{'published EP8':>13}"
         )
     rows = []
     for t in args.tokens:
@@ -167,7 +179,7 @@ def main() -> None:
         ref = reference_moe(fp8_g128_roundtrip(x)[check], ids[check], w[check], experts, g.activation)
         # the baseline's GPU experts stage their input themselves; the CPU reference experts get it staged
         xin = fp8_g128_roundtrip(x) if args.cpu else x
-        base = ep_moe(xin, ids, w, expert_fn, num_experts=g.num_experts)
+        base = ep_moe(xin, ids, w, expert_fn, num_experts=g.num_experts, transport=transport)
         d_base = calc_diff(base[check], ref)
         d_fused, fused_us = float("nan"), float("nan")
         if fused is not None:
@@ -178,35 +190,55 @@ def main() -> None:
             )
 
         def base_call(x=xin, ids=ids, w=w):
-            return ep_moe(x, ids, w, expert_fn, num_experts=g.num_experts)
+            return ep_moe(x, ids, w, expert_fn, num_experts=g.num_experts, transport=transport)
 
         if args.cpu:
             base_us = slowest(time_cpu_us(base_call), dev)
         else:  # it syncs on the split sizes: timed eagerly
             base_us = slowest(time_us(base_call, reps=10, flush=False, graph=False, before=dist.barrier), dev)
+        d_fixed, fixed_us = float("nan"), float("nan")
+        if t <= args.fixed_max_tokens:  # the decode-shaped baseline: every rank padded to T, one CUDA graph
+            pad = t - n
+            xf = torch.cat([xin, xin.new_zeros(pad, g.hidden_size)])
+            idsf = torch.cat([ids, ids.new_full((pad, g.top_k), -1)])
+            wf = torch.cat([w, w.new_zeros(pad, g.top_k)])
+
+            def fixed_call(x=xf, ids=idsf, w=wf):
+                return ep_moe_fixed(x, ids, w, expert_fn, num_experts=g.num_experts, transport=transport)
+
+            d_fixed = calc_diff(fixed_call()[check], ref)
+            if args.cpu:
+                fixed_us = slowest(time_cpu_us(fixed_call), dev)
+            else:
+                fixed_us = slowest(time_us(fixed_call, flush=False, before=dist.barrier), dev)
         diffs = [None] * world
-        dist.all_gather_object(diffs, (n, d_fused, d_base))
-        counts = [c for c, _, _ in diffs]
-        worst_f = max(d for _, d, _ in diffs)
-        worst_b = max(d for _, _, d in diffs)
+        dist.all_gather_object(diffs, (n, d_fused, d_base, d_fixed))
+        counts = [c for c, *_ in diffs]
+        worst_f, worst_b, worst_x = (max(d[i] for d in diffs) for i in (1, 2, 3))
         row = {
             "T": t,
             "tokens": counts,
             "fused_diff": worst_f,
             "base_diff": worst_b,
+            "fixed_diff": worst_x,
             "fused_us": fused_us,
             "base_us": base_us,
+            "fixed_us": fixed_us,
         }
         rows.append(row)
         if rank == 0:
             pub = PUBLISHED_EP8_US.get(t)
             print(
-                f"{t:6d} {min(counts):>7d}..{max(counts):<7d} {worst_f:10.2e} {worst_b:10.2e} {fused_us:9.1f} "
-                f"{base_us:9.1f} {base_us / fused_us:10.2f} {pub if pub else float('nan'):13.1f}"
+                f"{t:6d} {min(counts):>7d}..{max(counts):<7d} {worst_f:10.2e} {worst_b:10.2e} {worst_x:10.2e} "
+                f"{fused_us:9.1f} {base_us:9.1f} {fixed_us:9.1f} {base_us / fused_us:10.2f} "
+                f"{fixed_us / fused_us:11.2f} {pub if pub else float('nan'):13.1f}"
             )
-        ok_base = worst_b < 1e-3 if not args.cpu else worst_b < 1e-6
-        if not ok_base or (fused is not None and not worst_f < 1e-3):
-            raise SystemExit(f"T={t}: calc_diff fused {worst_f:.2e}, baseline {worst_b:.2e} vs the FP32 reference")
+        bound = 1e-6 if args.cpu else 1e-3
+        bad_fixed = t <= args.fixed_max_tokens and not worst_x < bound
+        if not worst_b < bound or bad_fixed or (fused is not None and not worst_f < 1e-3):
+            raise SystemExit(
+                f"T={t}: calc_diff fused {worst_f:.2e}, baseline {worst_b:.2e} / {worst_x:.2e} vs the FP32 reference"
+            )
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
             json.dump({"model": model.model, "ep": world, "fused": label, "rows": rows}, f, indent=1)

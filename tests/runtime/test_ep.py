@@ -29,8 +29,8 @@ def _tokens(rank: int):
     return x, ids, torch.rand(t, K, generator=g)
 
 
-def _worker(rank: int, world: int, init: str, results: dict) -> None:
-    from moe_oracle.runtime.ep import ep_moe, reference_expert_fn
+def _worker(rank: int, world: int, init: str, fixed: bool, results: dict) -> None:
+    from moe_oracle.runtime.ep import ep_moe, ep_moe_fixed, reference_expert_fn
     from moe_oracle.runtime.reference import reference_moe
 
     dist.init_process_group("gloo", init_method=init, rank=rank, world_size=world)
@@ -40,7 +40,15 @@ def _worker(rank: int, world: int, init: str, results: dict) -> None:
         per = E // world
         local = reference_expert_fn(w13[rank * per : (rank + 1) * per], w2[rank * per : (rank + 1) * per], act)
         x, ids, w = _tokens(rank)
-        y = ep_moe(x, ids, w, local, num_experts=E)
+        if fixed:  # one batch size on every rank (a decode step): the smaller batches padded with -1 ids
+            t = 9
+            pad = t - x.shape[0]
+            x = torch.cat([x, torch.randn(pad, H)])
+            ids = torch.cat([ids, torch.full((pad, K), -1, dtype=torch.long)])
+            w = torch.cat([w, torch.rand(pad, K)])
+            y = ep_moe_fixed(x, ids, w, local, num_experts=E, transport=torch.float32)
+        else:
+            y = ep_moe(x, ids, w, local, num_experts=E)
         ref = reference_moe(x, ids, w, (w13, w2), act)
         results[rank] = float((y - ref).abs().max()) if y.numel() else 0.0
         assert y.shape == (x.shape[0], H)
@@ -48,12 +56,13 @@ def _worker(rank: int, world: int, init: str, results: dict) -> None:
         dist.destroy_process_group()
 
 
+@pytest.mark.parametrize("fixed", [False, True], ids=["routed-rows", "fixed-capacity"])
 @pytest.mark.parametrize("world", [2, 4])
-def test_ep_moe_matches_the_single_process_reference(world, tmp_path):
+def test_ep_moe_matches_the_single_process_reference(world, fixed, tmp_path):
     init = f"file://{tmp_path / 'store'}"
     with mp.Manager() as manager:
         results = manager.dict()
-        mp.spawn(_worker, args=(world, init, results), nprocs=world, join=True)
+        mp.spawn(_worker, args=(world, init, fixed, results), nprocs=world, join=True)
         errors = dict(results)
     assert sorted(errors) == list(range(world))
     assert max(errors.values()) < 1e-5, errors
@@ -85,4 +94,4 @@ def test_ep_sweep_dry_run_on_cpus():
     cmd += [str(root / "benchmarks/ep_sweep.py"), "--cpu", "--scale", "0.125", "--tokens", "1,16"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=root)
     assert p.returncode == 0, p.stderr[-3000:]
-    assert "EP2 on 2 x CPU" in p.stdout and "8..16" in p.stdout, p.stdout
+    assert "EP2 on 2 x CPU" in p.stdout and "8..16" in p.stdout and "fixed us" in p.stdout, p.stdout
