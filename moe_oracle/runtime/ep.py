@@ -55,11 +55,7 @@ def ep_moe(
     """
     import torch.distributed as dist
 
-    world = dist.get_world_size(group)
-    rank = dist.get_rank(group)
-    if num_experts % world:
-        raise ValueError(f"{num_experts} experts do not divide over {world} ranks")
-    per_rank = num_experts // world
+    world, rank, per_rank = _placement(num_experts, group)
     t = topk_ids.shape[0]
     h = hidden_states.shape[1]
     device = hidden_states.device
@@ -82,6 +78,16 @@ def ep_moe(
     y = torch.zeros(t, h, dtype=torch.float32, device=device)
     y.index_add_(0, token, back.float() * weight.unsqueeze(1))
     return y
+
+
+def _placement(num_experts: int, group: Any) -> tuple[int, int, int]:
+    """(world size, this rank, experts per rank) of the contiguous expert placement."""
+    import torch.distributed as dist
+
+    world = dist.get_world_size(group)
+    if num_experts % world:
+        raise ValueError(f"{num_experts} experts do not divide over {world} ranks")
+    return world, dist.get_rank(group), num_experts // world
 
 
 def _slots(topk_ids: torch.Tensor, topk_weights: torch.Tensor, per_rank: int, world: int):
@@ -113,11 +119,7 @@ def ep_moe_fixed(
     """
     import torch.distributed as dist
 
-    world = dist.get_world_size(group)
-    rank = dist.get_rank(group)
-    if num_experts % world:
-        raise ValueError(f"{num_experts} experts do not divide over {world} ranks")
-    per_rank = num_experts // world
+    world, rank, per_rank = _placement(num_experts, group)
     t, k = topk_ids.shape
     h = hidden_states.shape[1]
     cap = t * k
