@@ -193,8 +193,11 @@ def decide(
             notes.append(_conversion_note(auto, next((c for c in ranked if c.eligible), None), model, deployment))
         nonfused = _best_nonfused(group, deployment, engine, workload)
         if nonfused is not None:
+            regimes = _regimes(auto, group, deployment, engine) if auto is not None else None
             auto, note = _weigh_nonfused(auto, nonfused, workload)
             notes.append(note)
+            if regimes:
+                notes.append(regimes)
             if auto is None:
                 fallback = nonfused.description
         if auto is not None and auto.unverified:
@@ -302,6 +305,32 @@ def _weigh_nonfused(
         f"{auto.spec.key} beats the best measured non-fused path {nonfused.key} by {1 / ratio:.2f}x for this "
         f"workload ({workload.label}: ~{auto.cost.us:,.0f} vs ~{nonfused.cost.us:,.0f} us per call)"
     )
+
+
+def _regimes(fused: Candidate, group: MoELayerGroup, deployment: Deployment, engine: Engine) -> str | None:
+    """Which of ``fused`` and the measured non-fused paths is cheapest at each batch size (powers of two up to
+    the per-rank token budget), as ranges; None when one path wins everywhere."""
+    budget = deployment.parallel.tokens_per_rank
+    grid = sorted({1 << i for i in range(budget.bit_length()) if 1 << i <= budget} | {budget})
+    costed = group if fused.conversion is None else group.model_copy(update={"weight_quant": fused.conversion.target})
+    paths = [p.key for p in applicable_paths(group, deployment, engine)]
+    winners: list[tuple[str, int, int]] = []
+    for t in grid:
+        point = Workload(((t, 1.0),))
+        costs = {fused.key: workload_cost(fused.spec, costed, deployment, point).us}
+        for key in paths:
+            est = workload_cost(key, group, deployment, point)
+            if est.measured:
+                costs[key] = est.us
+        best = min(costs, key=costs.__getitem__)
+        if winners and winners[-1][0] == best:
+            winners[-1] = (best, winners[-1][1], t)
+        else:
+            winners.append((best, t, t))
+    if len(winners) < 2:
+        return None
+    spans = ", ".join(f"T {a}{'' if a == b else f'-{b}'}: {key}" for key, a, b in winners)
+    return f"cheapest per batch (tokens per rank): {spans}; one path serves every batch, chosen for the workload"
 
 
 def _check_override_name(override: Override, reg: Registry) -> None:

@@ -159,3 +159,16 @@ def test_beyond_the_last_measured_t_the_cost_grows_linearly():
     slope = (pts[8192] - pts[4096]) / 4096
     assert interpolate(cal, 16384) == pytest.approx(pts[8192] + slope * 8192)
     assert interpolate(cal, 1) == pts[1] and interpolate(cal, 8192) == pts[8192]
+
+
+def test_the_decision_says_which_path_wins_at_each_batch_size():
+    g = run(GLM5_FP8, "h200", gpus_per_node=1).main
+    (note,) = [n for n in g.notes if n.startswith("cheapest per batch")]
+    # the GLM-5 sweep: m_indices at T = 1, fused FP8 for T = 2..1024, psum from 2048 (docs/performance.md §4)
+    assert (
+        "T 1: nonfused:deepgemm_fp8_m_indices, T 2-1024: deep_gemm_mega_moe:sm90_fp8xfp8, "
+        "T 2048-8192: nonfused:deepgemm_fp8_psum" in note
+    )
+    # a token budget of one: one batch size, one winner, no note
+    small = run(GLM5_FP8, "h200", gpus_per_node=1, max_num_batched_tokens=1).main
+    assert not any(n.startswith("cheapest per batch") for n in small.notes)
