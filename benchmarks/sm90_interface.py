@@ -198,11 +198,12 @@ def weight_prep(spec, experts, bw: float, layers: int) -> None:
     for name, ref, us in rows:
         rate = 2 * nbytes[ref or name] / (us * 1e-6)
         print(f"  {name:<50} {us / 1e3:7.2f} {rate / 1e12:6.2f} {rate / bw:8.2f} {same[ref or name] / us:10.2f}")
-    best = min(us for name, _, us in rows if name.startswith("layer into"))
+    best = next(us for name, _, us in rows if name.startswith(f"layer into preallocated, {LOAD_CHUNK_EXPERTS} "))
     print(
         f"  peak above the source {extra / 2**20:.0f} MiB = {extra / kw.nbytes:.2f} layers (the result plus "
         f"{(extra - kw.nbytes) / kw.nbytes:.2f} layers of temporaries); projected {layers} MoE layers: "
-        f"{best * layers / 1e6:.2f} s preallocated, {alloc_us * layers / 1e6:.2f} s with allocation"
+        f"{best * layers / 1e6:.2f} s preallocated ({LOAD_CHUNK_EXPERTS}/chunk), {alloc_us * layers / 1e6:.2f} s with "
+        "allocation"
     )
 
 

@@ -63,9 +63,9 @@ def _permute_rows(t: torch.Tensor, split: tuple[int, int, int], out: torch.Tenso
     ``out`` (contiguous, the shape of ``t``) may have another dtype of the same element size: bits are
     copied, never converted; without it a contiguous tensor like ``t`` is allocated.
 
-    On the H200 this strided copy of 8-byte words runs at 0.86-0.88 of a plain copy of the same bytes
+    On the H200 this strided copy of 8-byte words runs at 0.85-0.89 of a plain copy of the same bytes
     (a Triton kernel copying whole row blocks measured the same, 1.00-1.02x, so it was not kept); moving
-    single FP8/FP4 bytes it ran at 0.19.
+    single FP8/FP4 bytes it ran at 0.18-0.19.
     """
     src = t.contiguous()
     if out is None:
