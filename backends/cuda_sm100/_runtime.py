@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import torch
 
-from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
     KernelWeights,
     deinterleave_gate_up,
     empty_mn_major,
     interleave_gate_up,
-    transform_in_chunks,
     utccp_transpose,
     utccp_untranspose,
 )
@@ -71,12 +69,3 @@ def allocate_sm100(
     w13_sf = empty_mn_major(e, 2 * inter, hidden // (4 * scale_group), torch.int32, device)
     w2_sf = empty_mn_major(e, hidden, inter // (4 * scale_group), torch.int32, device)
     return KernelWeights(w13, w2, w13_sf, w2_sf)
-
-
-def transform_sm100(
-    experts: CheckpointExperts,
-    dst: KernelWeights,
-    chunk_fn,
-    chunk_experts: int,
-) -> KernelWeights:
-    return transform_in_chunks(lambda a, b: chunk_fn(experts, a, b), dst, experts.num_experts, chunk_experts)

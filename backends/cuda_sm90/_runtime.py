@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import torch
 
-from moe_oracle.runtime.layouts import KernelWeights, transform_in_chunks
-
 
 def pack_ue8m0_kmajor(sf_bytes: torch.Tensor) -> torch.Tensor:
     """UE8M0 bytes ``[E, N, K/32]`` -> int32 ``[E, N, K/128]`` K-major contiguous (4 per int32, low byte first).
@@ -20,7 +18,3 @@ def pack_ue8m0_kmajor(sf_bytes: torch.Tensor) -> torch.Tensor:
 
 def unpack_ue8m0_kmajor(sf: torch.Tensor) -> torch.Tensor:
     return sf.contiguous().view(torch.uint8)
-
-
-def transform_sm90(experts, dst: KernelWeights, chunk_fn, chunk_experts: int) -> KernelWeights:
-    return transform_in_chunks(lambda a, b: chunk_fn(experts, a, b), dst, experts.num_experts, chunk_experts)

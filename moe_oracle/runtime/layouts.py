@@ -274,18 +274,19 @@ def expert_chunks(num_experts: int, chunk_experts: int) -> Iterator[tuple[int, i
 
 
 def transform_in_chunks(
-    transform: Callable[[int, int], dict[str, torch.Tensor | Interleaved]],
+    experts: Any,
+    chunk: Callable[[Any, int, int], dict[str, torch.Tensor | Interleaved]],
     dst: KernelWeights,
-    num_experts: int,
     chunk_experts: int = 1,
 ) -> KernelWeights:
-    """Write ``transform(start, stop)`` (kernel-layout tensors of experts ``[start, stop)``) into ``dst``.
+    """Write ``chunk(experts, start, stop)`` (kernel-layout tensors of experts ``[start, stop)``) into ``dst``.
 
-    ``dst`` is preallocated (any device, any storage order); only one chunk's temporaries exist at
-    a time, so loading never holds a second full copy of the layer.
+    ``experts`` is a :class:`~moe_oracle.runtime.interface.CheckpointExperts`; ``dst`` is preallocated
+    (any device, any storage order); only one chunk's temporaries exist at a time, so loading never
+    holds a second full copy of the layer.
     """
-    for start, stop in expert_chunks(num_experts, chunk_experts):
-        parts = transform(start, stop)
+    for start, stop in expert_chunks(experts.num_experts, chunk_experts):
+        parts = chunk(experts, start, stop)
         for name, part in parts.items():
             target = getattr(dst, name) if name in ("w13", "w2", "w13_sf", "w2_sf") else dst.extras[name]
             if isinstance(part, Interleaved):

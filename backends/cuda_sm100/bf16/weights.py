@@ -39,8 +39,7 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
 
 
 def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    experts = canonical(experts)
-    return transform_in_chunks(lambda a, b: chunk(experts, a, b), dst, experts.num_experts, chunk_experts)
+    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
 
 
 def to_kernel(

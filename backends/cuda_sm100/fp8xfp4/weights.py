@@ -15,11 +15,10 @@ from moe_oracle_backends.cuda_sm100._runtime import (
     sm100_l1_scale_inverse,
     sm100_l2_scale,
     sm100_l2_scale_inverse,
-    transform_sm100,
 )
 
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up
+from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up, transform_in_chunks
 from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4, scale_to_fp32
 
 
@@ -41,7 +40,7 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
 
 
 def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    return transform_sm100(canonical(experts), dst, chunk, chunk_experts)
+    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
 
 
 def to_kernel(

@@ -21,13 +21,12 @@ from moe_oracle_backends.cuda_sm100._runtime import (
     sm100_l1_scale_inverse,
     sm100_l2_scale,
     sm100_l2_scale_inverse,
-    transform_sm100,
 )
 
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up
+from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up, transform_in_chunks
 from moe_oracle.runtime.quantize import NVFP4
 
 
@@ -93,7 +92,7 @@ def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts
     experts = canonical(experts)
     scale = l2_activation_scale(experts)
     dst.extras["l2_activation_scale"] = scale
-    return transform_sm100(experts, dst, lambda ex, a, b: _chunk(ex, a, b, scale), chunk_experts)
+    return transform_in_chunks(experts, lambda ex, a, b: _chunk(ex, a, b, scale), dst, chunk_experts)
 
 
 def to_kernel(
