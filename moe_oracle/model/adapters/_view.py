@@ -112,6 +112,13 @@ class ConfigView:
 
     # -- errors ---------------------------------------------------------------------------
 
+    def _find(self, keys: Keys, expected: str, default: Any) -> tuple[str, Any] | None:
+        """``(path, value)`` of ``keys``; None when absent with a default; :meth:`missing` when absent without."""
+        found = self.lookup(keys)
+        if found is None and default is _MISSING:
+            raise self.missing(keys, expected)
+        return found
+
     def error(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
         return ModelConfigError(f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE)
 
@@ -135,10 +142,8 @@ class ConfigView:
         what: str = "",
     ) -> int:
         expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
-        found = self.lookup(keys)
+        found = self._find(keys, expected, default)
         if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
             return default
         path, value = found
         return check_int(value, path=path, lo=lo, hi=hi, what=what, model_id=self.model_id)
@@ -153,10 +158,8 @@ class ConfigView:
         what: str = "",
     ) -> float:
         expected = f"a finite number > {gt:g} and <= {hi:g}" + (f" ({what})" if what else "")
-        found = self.lookup(keys)
+        found = self._find(keys, expected, default)
         if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
             return default
         path, value = found
         if not is_number(value):
@@ -171,10 +174,8 @@ class ConfigView:
 
         ``name_type`` puts the found JSON type in the message (``a JSON string, expected ...``).
         """
-        found = self.lookup(keys)
+        found = self._find(keys, expected, default)
         if found is None:
-            if default is _MISSING:
-                raise self.missing(keys, expected)
             return default
         path, value = found
         if not ok(value):
