@@ -13,7 +13,7 @@ One process per GPU (``torchrun``), NCCL, symmetric memory without NVLink multic
 - fused: a CUDA graph of ``layer(x, ids, w)`` per rank, ranks aligned by a barrier before each timed replay,
   CUDA events, median of 20; the slowest rank's median is reported;
 - baseline: :func:`moe_oracle.runtime.ep.ep_moe` (``all_to_all_single`` dispatch and combine of BF16 rows,
-  FP32 weighted sum) around this rank's non-fused FP8 grouped-GEMM layer (``moe_oracle.runtime.nonfused``,
+  FP32 weighted sum) around this rank's non-fused FP8 grouped-GEMM layer (``backends/cuda_sm90/nonfused``,
   DeepGEMM); MXFP4 experts are converted to FP8 first (lossless). It syncs on the split sizes, so it runs
   eagerly (events, median of 10);
 - fixed baseline (T <= ``--fixed-max-tokens``, decode batches): :func:`moe_oracle.runtime.ep.ep_moe_fixed` around
@@ -38,6 +38,7 @@ import statistics
 import torch
 import torch.distributed as dist
 from _timing import time_us
+from moe_oracle_backends.cuda_sm90.nonfused.layer import fp8_g128_roundtrip
 
 from moe_oracle.advisories import load_advisories
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
@@ -45,7 +46,6 @@ from moe_oracle.model.resolve import resolve_model
 from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
 from moe_oracle.runtime.ep import ep_moe, ep_moe_fixed, reference_expert_fn
-from moe_oracle.runtime.nonfused import fp8_g128_roundtrip
 from moe_oracle.runtime.quantize import dequantize_experts, quantize_experts, select_experts
 from moe_oracle.selection import decide
 
@@ -101,9 +101,10 @@ def baseline_fn(g, local, cpu: bool, max_rows: int):
     """This rank's expert function for ep_moe: FP32 reference experts (CPU) or the non-fused FP8 layer."""
     if cpu:
         return reference_expert_fn(*dequantize_experts(local), g.activation)
+    from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
     from moe_oracle.runtime import LayerConfig
     from moe_oracle.runtime.convert import mxfp4_to_fp8_block
-    from moe_oracle.runtime.nonfused import GroupedGemmMoE
 
     if local.quant.format.value == "mxfp4":
         local, report = mxfp4_to_fp8_block(local)

@@ -8,7 +8,7 @@ One run, every path through moe-oracle's interface, all computing the same model
   to end through :class:`~moe_oracle.runtime.converting.ConvertingLayer`: every block checked, the
   report, the load time and the expert memory before/after are printed;
 - paths: fused ``sm90_fp8xfp4`` on the stored MXFP4 experts; fused ``sm90_fp8xfp8`` on the converted
-  experts; the non-fused FP8 graph (``moe_oracle.runtime.nonfused``, DeepGEMM grouped GEMMs) in the
+  experts; the non-fused FP8 graph (``backends/cuda_sm90/nonfused``, DeepGEMM grouped GEMMs) in the
   ``psum`` and ``m_indices`` layouts on the converted experts. The conversion being lossless, all four
   compute on identical weight values, so one FP32 reference (dequantized MXFP4 weights, dequantized
   FP8 input, no intermediate rounding) checks them all, before any timing, on fresh random inputs;
@@ -35,6 +35,7 @@ import time
 
 import torch
 from _timing import copy_bandwidth, time_us
+from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
 from moe_oracle.advisories import load_advisories
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
@@ -43,7 +44,6 @@ from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.converting import ConvertingLayer
-from moe_oracle.runtime.nonfused import GroupedGemmMoE
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.selection import decide
 

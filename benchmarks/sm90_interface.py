@@ -34,9 +34,9 @@ from moe_oracle.model.types import ModelDescription, QuantSpec
 from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.build import build_layer, build_layer_for_decision
-from moe_oracle.runtime.kernels import _resolve
 from moe_oracle.runtime.layouts import INTERLEAVE_GRAN, LOAD_CHUNK_EXPERTS, _gate_up_split, _permute_rows
 from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.runtime.vendor import resolve_attr as _resolve
 from moe_oracle.selection import decide
 
 #: (model shape, routed-expert format): both SM90 variants at both full expert shapes; a format that is not

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from moe_oracle.cost.nonfused import NonFusedPath
 from moe_oracle.rules import VariantSpec
 
 
-def variants() -> tuple[VariantSpec, ...]:
-    """Entry point of the ``moe_oracle.backends`` group: this target's declarations."""
-    from moe_oracle_backends.cuda_sm90.fp8xfp4.config import VARIANT as FP8XFP4
-    from moe_oracle_backends.cuda_sm90.fp8xfp8.config import VARIANT as FP8XFP8
+def variants() -> tuple[VariantSpec | NonFusedPath, ...]:
+    """Entry point of the ``moe_oracle.backends`` group: this target's declarations (fused and non-fused)."""
+    from .fp8xfp4.config import VARIANT as FP8XFP4
+    from .fp8xfp8.config import VARIANT as FP8XFP8
+    from .nonfused.config import PATHS
 
-    return (FP8XFP8, FP8XFP4)
+    return (FP8XFP8, FP8XFP4, *PATHS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
-from moe_oracle.rules import Check, ReasonCode
+from moe_oracle.rules import Check, ReasonCode, Scope
 from moe_oracle.rules import checks as c
 from moe_oracle.spec.device import Arch
 from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
@@ -28,7 +28,7 @@ def _heap_ok(sc) -> bool:
 
 
 def _tokens_cap(sc) -> int:
-    return next_power_of_two(sc.deployment.parallel.tokens_per_rank)
+    return next_power_of_two(sc.tokens_per_rank)
 
 
 def common_checks() -> tuple[Check, ...]:
@@ -67,11 +67,12 @@ def common_checks() -> tuple[Check, ...]:
             lambda sc: _tokens_cap(sc) <= MAX_TOKENS_PER_RANK,
             rule=f"next_power_of_2(max_num_batched_tokens) <= {MAX_TOKENS_PER_RANK}",
             message=lambda sc: (
-                f"max_num_batched_tokens={sc.deployment.parallel.tokens_per_rank} rounds up to "
+                f"max_num_batched_tokens={sc.tokens_per_rank} rounds up to "
                 f"max_tok_per_rank={_tokens_cap(sc)}, above MegaMoEV2's {MAX_TOKENS_PER_RANK} bucket limit"
             ),
             remediation=f"Lower --max-num-batched-tokens to at most {MAX_TOKENS_PER_RANK}.",
             sources=(AITER_SRC + ": token buckets 1..32768, power of two", "vllm-0.33.md §3.3"),
+            scope=Scope.LAYER,
         ),
         c.scenario_predicate(
             ReasonCode.HEAP_TOO_SMALL,

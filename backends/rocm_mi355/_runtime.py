@@ -12,16 +12,16 @@ from __future__ import annotations
 import torch
 
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import (
-    KernelWeights,
+from moe_oracle.runtime.layouts import KernelWeights, transform_in_chunks
+from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4
+
+from .shuffle import (
     aiter_scale_padded_groups,
     aiter_shuffle_scale,
     aiter_shuffle_weight,
     aiter_unshuffle_scale,
     aiter_unshuffle_weight,
-    transform_in_chunks,
 )
-from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4
 
 N_LANE = 16
 

@@ -21,7 +21,8 @@ class NonFusedPath:
     """One non-fused implementation with a calibration (``cost/calibration.json`` key ``nonfused:<name>``).
 
     ``runtime`` (``module:Class``) and ``layout`` name moe-oracle's own implementation of the path
-    (:mod:`moe_oracle.runtime.nonfused`), which ``build_layer("nonfused:<name>")`` builds.
+    (declared by the backend that owns it, e.g. ``backends/cuda_sm90/nonfused``), which
+    ``build_layer("nonfused:<name>")`` builds.
     """
 
     name: str
@@ -30,7 +31,7 @@ class NonFusedPath:
     formats: tuple[WeightFormat, ...]
     engines: tuple[Engine, ...]
     ep: int = 1
-    runtime: str = "moe_oracle.runtime.nonfused:GroupedGemmMoE"
+    runtime: str = ""
     layout: str = "psum"
 
     @property
@@ -46,33 +47,17 @@ class NonFusedPath:
         )
 
 
-#: SGLang's non-fused SM90 FP8 MoE runs DeepGEMM's contiguous grouped GEMM with per-row expert
-#: indices (the m_indices layout); the psum layout is the faster DeepGEMM option no engine uses yet.
-PATHS: tuple[NonFusedPath, ...] = (
-    NonFusedPath(
-        "deepgemm_fp8_psum",
-        "non-fused FP8: quantize + permute, DeepGEMM m_grouped_fp8_gemm_nt_contiguous (psum layout) x2, "
-        "SwiGLU + requantize, unpermute",
-        "sm90",
-        (WeightFormat.FP8_BLOCK,),
-        (Engine.NONE,),
-    ),
-    NonFusedPath(
-        "deepgemm_fp8_m_indices",
-        "non-fused FP8: quantize + permute, DeepGEMM m_grouped_fp8_gemm_nt_contiguous (m_indices layout) x2, "
-        "SwiGLU + requantize, unpermute",
-        "sm90",
-        (WeightFormat.FP8_BLOCK,),
-        (Engine.NONE, Engine.SGLANG),
-        layout="m_indices",
-    ),
-)
+def declared_paths() -> tuple[NonFusedPath, ...]:
+    """Every non-fused path the registered backends declare (``moe_oracle.backends`` entry points)."""
+    from moe_oracle.registry import load_registry
+
+    return load_registry().nonfused
 
 
 def path_for_key(key: str) -> NonFusedPath | None:
     """The declared path with this key (``nonfused:<name>``), or None."""
-    return next((p for p in PATHS if p.key == key.strip().lower()), None)
+    return next((p for p in declared_paths() if p.key == key.strip().lower()), None)
 
 
 def applicable_paths(group: MoELayerGroup, deployment: Deployment, engine: Engine) -> tuple[NonFusedPath, ...]:
-    return tuple(p for p in PATHS if p.applies(group, deployment, engine))
+    return tuple(p for p in declared_paths() if p.applies(group, deployment, engine))

@@ -18,7 +18,7 @@ sequence can be captured in a CUDA graph:
    requantized as in 3 (rows whose ``m_indices`` is ``-1`` are skipped);
 5. :func:`combine` -- ``y[t] = sum_j w[t, j] * out[row_of_slot[t, j]]`` in FP32, written as BF16.
 
-Buffers are preallocated by the caller (:class:`moe_oracle.runtime.nonfused.GroupedGemmMoE`); no
+Buffers are preallocated by the caller (``backends/cuda_sm90/nonfused/layer.py``); no
 function here allocates.
 """
 

@@ -6,9 +6,10 @@ same :class:`Check` objects, so a rule changes in one place.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from moe_oracle.rules.reasons import ReasonCode
 from moe_oracle.rules.scenario import Scenario
@@ -54,15 +55,35 @@ class Reason:
 Test = Callable[[Scenario], "Finding | None"]
 
 
+class Scope(str, Enum):
+    """What a check reads, so a layer being built can evaluate the checks that concern it alone.
+
+    ``LAYER``: the layer group and the EP size only (shape, format, activation, experts per rank);
+    the runtime evaluates these against a :class:`~moe_oracle.runtime.interface.LayerConfig` before
+    it builds a real kernel layer. ``DEPLOYMENT``: everything else (device, topology, software,
+    engine, environment).
+    """
+
+    LAYER = "layer"
+    DEPLOYMENT = "deployment"
+
+
 @dataclass(frozen=True)
 class Check:
-    """A declared requirement. ``test`` returns None when the scenario meets ``rule``."""
+    """A declared requirement. ``test`` returns None when the scenario meets ``rule``.
+
+    ``data`` carries the requirement's parameters as plain values (the entry points of a library,
+    the architectures, the environment variables that must be off) so the runtime that calls the
+    kernel reads them from the declaration instead of restating them.
+    """
 
     code: ReasonCode
     rule: str
     remediation: str
     test: Test = field(compare=False)
     sources: tuple[str, ...] = ()
+    scope: Scope = Scope.DEPLOYMENT
+    data: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def evaluate(self, scenario: Scenario) -> Reason | None:
         finding = self.test(scenario)

@@ -11,7 +11,7 @@ import functools
 from collections.abc import Callable, Iterable
 
 from moe_oracle.model.types import MoELayerGroup, QuantSpec
-from moe_oracle.rules.check import Check, Finding, Status
+from moe_oracle.rules.check import Check, Finding, Scope, Status
 from moe_oracle.rules.reasons import ReasonCode
 from moe_oracle.rules.scenario import Scenario
 from moe_oracle.spec.device import Arch
@@ -33,7 +33,9 @@ def arch_in(archs: Iterable[Arch], *, kernel: str, remediation: str, sources: So
             return None
         return Finding(f"{kernel} runs on {names}; {dev.name} is {dev.arch.value}")
 
-    return Check(ReasonCode.ARCH_UNSUPPORTED, f"device arch in {{{names}}}", remediation, test, sources)
+    return Check(
+        ReasonCode.ARCH_UNSUPPORTED, f"device arch in {{{names}}}", remediation, test, sources, data={"archs": allowed}
+    )
 
 
 def weight_format(accept: Callable[[QuantSpec], bool], *, wants: str, remediation: str, sources: Sources) -> Check:
@@ -45,7 +47,9 @@ def weight_format(accept: Callable[[QuantSpec], bool], *, wants: str, remediatio
             return None
         return Finding(f"routed experts are {q.label()}; the kernel consumes {wants}")
 
-    return Check(ReasonCode.QUANT_UNSUPPORTED, f"routed expert weights are {wants}", remediation, test, sources)
+    return Check(
+        ReasonCode.QUANT_UNSUPPORTED, f"routed expert weights are {wants}", remediation, test, sources, Scope.LAYER
+    )
 
 
 _FIELDS = {"hidden_size": "hidden_size", "moe_intermediate_size": "moe_intermediate_size"}
@@ -61,7 +65,7 @@ def multiple_of(field: str, multiple: int, *, why: str, remediation: str, source
             return None
         return Finding(f"{field}={value} is not a multiple of {multiple} ({why})")
 
-    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} % {multiple} == 0", remediation, test, sources)
+    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} % {multiple} == 0", remediation, test, sources, Scope.LAYER)
 
 
 def at_most(field: str, limit: int, *, why: str, remediation: str, sources: Sources) -> Check:
@@ -71,7 +75,7 @@ def at_most(field: str, limit: int, *, why: str, remediation: str, sources: Sour
             return None
         return Finding(f"{field}={value} exceeds {limit} ({why})")
 
-    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} <= {limit}", remediation, test, sources)
+    return Check(ReasonCode.SHAPE_UNSUPPORTED, f"{field} <= {limit}", remediation, test, sources, Scope.LAYER)
 
 
 def topk_at_most(limit: int, *, why: str, sources: Sources) -> Check:
@@ -87,6 +91,7 @@ def topk_at_most(limit: int, *, why: str, sources: Sources) -> Check:
         "Use a non-fused MoE backend for this model.",
         test,
         sources,
+        Scope.LAYER,
     )
 
 
@@ -99,7 +104,7 @@ def experts_divisible_by_ep(sources: Sources) -> Check:
         e, ep = sc.group.num_experts, sc.ep
         if e % ep == 0:
             return None
-        ok = [d for d in _divisors_up_to(e, sc.deployment.topology.world_size) if d > 1]
+        ok = [d for d in _divisors_up_to(e, sc.world_size) if d > 1]
         hint = f"Use an EP size that divides {e}: {_join(map(str, ok))}." if ok else "Use --ep 1."
         return Finding(f"num_experts={e} is not divisible by ep={ep} ({e / ep:.2f} experts per rank)", remediation=hint)
 
@@ -109,6 +114,7 @@ def experts_divisible_by_ep(sources: Sources) -> Check:
         "Pick an EP size that divides the expert count.",
         test,
         sources,
+        Scope.LAYER,
     )
 
 
@@ -131,6 +137,7 @@ def experts_at_most(total: int, per_rank: int, sources: Sources) -> Check:
         "Raise the EP size.",
         test,
         sources,
+        Scope.LAYER,
     )
 
 
@@ -222,6 +229,7 @@ def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = 
         "Use a MoE backend that implements this activation.",
         test,
         sources,
+        Scope.LAYER,
     )
 
 
@@ -281,7 +289,8 @@ def entry_points(
         version = f" {lib.version}" if lib.version else ""
         return Finding(f"{where}{version} in profile '{sw.name}' lacks {_join(missing)}")
 
-    return Check(ReasonCode.KERNEL_MISSING, rule, f"Install {provided_by}.", test, sources)
+    data = {"library": library, "all_of": need_all, "any_of": need_any, "provided_by": provided_by}
+    return Check(ReasonCode.KERNEL_MISSING, rule, f"Install {provided_by}.", test, sources, data=data)
 
 
 def group_predicate(
@@ -298,7 +307,7 @@ def group_predicate(
     def test(sc: Scenario) -> Finding | None:
         return None if ok(sc.group) else Finding(message(sc.group))
 
-    return Check(code, rule, remediation, test, sources)
+    return Check(code, rule, remediation, test, sources, Scope.LAYER)
 
 
 def scenario_predicate(
@@ -310,12 +319,31 @@ def scenario_predicate(
     remediation: str,
     sources: Sources,
     unknown: Callable[[Scenario], bool] | None = None,
+    scope: Scope = Scope.DEPLOYMENT,
 ) -> Check:
-    """A rule on the whole scenario; ``unknown`` marks it undecidable from declarations."""
+    """A rule on the whole scenario; ``unknown`` marks it undecidable from declarations.
+
+    ``scope=Scope.LAYER`` declares that ``ok`` and ``message`` read only what a
+    :class:`~moe_oracle.rules.scenario.LayerScenario` has (group, ep, tokens_per_rank).
+    """
 
     def test(sc: Scenario) -> Finding | None:
         if unknown is not None and unknown(sc):
             return Finding(message(sc), status=Status.UNKNOWN)
         return None if ok(sc) else Finding(message(sc))
 
-    return Check(code, rule, remediation, test, sources)
+    return Check(code, rule, remediation, test, sources, scope)
+
+
+def env_unset(code: ReasonCode, names: Iterable[str], *, why: str, remediation: str, sources: Sources) -> Check:
+    """Each environment variable of ``names`` must be unset or ``0`` in the deployment (the kernel asserts it)."""
+    off = tuple(names)
+
+    def test(sc: Scenario) -> Finding | None:
+        env = sc.deployment.env
+        if all(env.get(n, "0") in ("", "0") for n in off):
+            return None
+        return Finding(", ".join(f"{n}={env.get(n, '0')}" for n in off) + f": {why}")
+
+    rule = " and ".join(off) + " unset or 0"
+    return Check(code, rule, remediation, test, sources, data={"env_off": off})

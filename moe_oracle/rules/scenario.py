@@ -36,3 +36,32 @@ class Scenario:
     @property
     def experts_per_rank(self) -> float:
         return self.group.num_experts / self.ep
+
+    @property
+    def world_size(self) -> int:
+        return self.deployment.topology.world_size
+
+    @property
+    def tokens_per_rank(self) -> int:
+        return self.deployment.parallel.tokens_per_rank
+
+
+@dataclass(frozen=True)
+class LayerScenario:
+    """The part of a scenario one layer being built knows: its group and its EP size.
+
+    Only checks declared with ``Scope.LAYER`` are evaluated against it (they read ``group``,
+    ``ep``, ``experts_per_rank``, ``tokens_per_rank`` and ``world_size``, here the EP group's size).
+    """
+
+    group: MoELayerGroup
+    ep: int = 1
+    tokens_per_rank: int = 1
+
+    @property
+    def experts_per_rank(self) -> float:
+        return self.group.num_experts / self.ep
+
+    @property
+    def world_size(self) -> int:
+        return self.ep

@@ -1,7 +1,9 @@
 """Build a :class:`MegaMoELayer` for a variant key, a ``VariantSpec``, or a selection ``Decision``.
 
 Keys: ``emulation:<variant>`` (the torch twin, any machine), ``<backend>:<variant>`` or
-``<variant>`` (the real kernel class named by ``VariantSpec.runtime``, imported lazily). A real
+``<variant>`` (the real kernel class named by ``VariantSpec.runtime``, imported lazily). Before a
+real kernel layer is constructed, the variant's layer-level declarations are evaluated against the
+layer config (:func:`require_buildable`): a layer the oracle would refuse is never built. A real
 backend that cannot run here (library, entry point, GPU or architecture missing) raises
 :class:`~moe_oracle.runtime.errors.BackendUnavailableError`, one line naming what is missing and
 the fix; never an ImportError traceback.
@@ -13,11 +15,12 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from moe_oracle.runtime.errors import BackendUnavailableError, UnknownVariantError
+from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError, UnknownVariantError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 
 if TYPE_CHECKING:
-    from moe_oracle.rules import VariantSpec
+    from moe_oracle.model.types import WeightFormat
+    from moe_oracle.rules import Reason, VariantSpec
     from moe_oracle.selection import Decision
 
 EMULATION = "emulation"
@@ -65,6 +68,30 @@ def _import_runtime(spec: VariantSpec) -> type[MegaMoELayer]:
     return cls
 
 
+def refusals(spec: VariantSpec, config: LayerConfig) -> list[Reason]:
+    """The variant's own layer-level declarations (``Scope.LAYER`` checks) that ``config`` fails.
+
+    The same :class:`~moe_oracle.rules.Check` objects ``decide()`` evaluates, against what a layer
+    knows: its group, the EP size and the per-rank token capacity.
+    """
+    from moe_oracle.rules import LayerScenario, Scope
+
+    sc = LayerScenario(config.group, ep=config.ep_size, tokens_per_rank=config.max_tokens_per_rank)
+    found = (check.evaluate(sc) for check in spec.checks if check.scope is Scope.LAYER)
+    return [r for r in found if r is not None]
+
+
+def require_buildable(spec: VariantSpec, config: LayerConfig) -> None:
+    """Raise :class:`LayerInputError` with every layer-level reason the oracle would refuse ``config`` for."""
+    reasons = refusals(spec, config)
+    if reasons:
+        text = "; ".join(f"{r.code.value}: {r.message}" for r in reasons)
+        raise LayerInputError(
+            f"{spec.key} cannot run layer group '{config.group.name}' ({text})",
+            fix=" ".join(dict.fromkeys(r.remediation for r in reasons if r.remediation)),
+        )
+
+
 def build_layer(
     key_or_spec: str | VariantSpec,
     config: LayerConfig,
@@ -88,6 +115,7 @@ def build_layer(
 
         layer: MegaMoELayer = EmulatedMegaMoE(config, spec)
     else:
+        require_buildable(spec, config)
         layer = _import_runtime(spec)(config)
     if experts is not None:
         layer.load(experts)
@@ -98,18 +126,18 @@ def build_nonfused(key: str, config: LayerConfig, experts: CheckpointExperts | N
     """moe-oracle's implementation of a declared non-fused path (``nonfused:deepgemm_fp8_psum``...).
 
     ``config.options["gemm"] = "torch"`` runs the grouped GEMMs as a dequantize-and-matmul reference
-    (any device); the default is DeepGEMM's, which needs SM90.
+    (any device); the default is the path's own (for the SM90 paths DeepGEMM's, which needs SM90).
     """
-    from moe_oracle.cost.nonfused import PATHS, path_for_key
+    from moe_oracle.cost.nonfused import declared_paths, path_for_key
 
     path = path_for_key(key)
     if path is None:
-        raise UnknownVariantError(
-            f"{key!r} names no declared non-fused path", fix=f"use one of: {', '.join(p.key for p in PATHS)}."
-        )
+        known = ", ".join(p.key for p in declared_paths())
+        raise UnknownVariantError(f"{key!r} names no declared non-fused path", fix=f"use one of: {known}.")
     module_name, attr = path.runtime.split(":", 1)
     cls = getattr(importlib.import_module(module_name), attr)
-    layer = cls(config, layout=path.layout, gemm=config.options.get("gemm", "deep_gemm"))
+    gemm = {"gemm": config.options["gemm"]} if "gemm" in config.options else {}
+    layer = cls(config, layout=path.layout, **gemm)
     if experts is not None:
         layer.load(experts)
     return layer
@@ -165,13 +193,45 @@ def build_layer_for_decision(
         )
     config = layer_config_for(decision, group, **config_kwargs)
     conv = gd.chosen.conversion
+    return build_layer_for_choice(
+        gd.chosen.spec,
+        config,
+        experts,
+        emulate=emulate,
+        convert_from=None if conv is None else conv.source,
+        allow_lossy=decision.conversion.allow_lossy,
+    )
+
+
+def build_layer_for_choice(
+    key_or_spec: str | VariantSpec,
+    config: LayerConfig,
+    experts: CheckpointExperts | None = None,
+    *,
+    emulate: bool = False,
+    convert_from: WeightFormat | None = None,
+    allow_lossy: bool = False,
+) -> MegaMoELayer:
+    """:func:`build_layer`, or with ``convert_from`` the variant behind its declared load-time conversion.
+
+    ``config.group`` is the checkpoint's group (``convert_from`` its format); the inner layer is built
+    for the conversion's target format and :class:`ConvertingLayer` converts the experts given to
+    ``load``.
+    """
+    if convert_from is None:
+        return build_layer(key_or_spec, config, experts, emulate=emulate)
+    spec, emulated = resolve_variant(key_or_spec) if isinstance(key_or_spec, str) else (key_or_spec, False)
+    conv = next((c for c in spec.conversions if c.source is convert_from), None)
     if conv is None:
-        return build_layer(gd.chosen.spec, config, experts, emulate=emulate)
+        raise UnknownVariantError(
+            f"{spec.key} declares no load-time conversion from {convert_from.value}",
+            fix="serve the checkpoint's format with a variant that consumes it.",
+        )
     from moe_oracle.runtime.converting import ConvertingLayer
 
     converted = config.group.model_copy(update={"weight_quant": conv.target})
-    inner = build_layer(gd.chosen.spec, replace(config, group=converted), emulate=emulate)
-    layer = ConvertingLayer(inner, conv, allow_lossy=decision.conversion.allow_lossy)
+    inner = build_layer(spec, replace(config, group=converted), emulate=emulate or emulated)
+    layer = ConvertingLayer(inner, conv, allow_lossy=allow_lossy)
     if experts is not None:
         layer.load(experts)
     return layer

@@ -41,8 +41,10 @@ class ConvertingLayer(MegaMoELayer):
             )
         self.inner.load(converted)
 
-    def forward(self, hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
-        return self.inner.forward(hidden_states, topk_ids, topk_weights)
+    def forward(
+        self, hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor, **hints: Any
+    ) -> torch.Tensor:
+        return self.inner.forward(hidden_states, topk_ids, topk_weights, **hints)
 
     def __getattr__(self, name: str) -> Any:  # the inner layer's extras (buffer, kernel_call, quantized_input...)
         if name == "inner":

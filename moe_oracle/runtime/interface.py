@@ -66,6 +66,14 @@ class LayerConfig:
     ep_group: Any = None
     options: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        from moe_oracle.runtime.errors import LayerInputError
+
+        if self.max_tokens_per_rank < 1:
+            raise LayerInputError(f"max_tokens_per_rank must be positive, got {self.max_tokens_per_rank}")
+        if self.ep_size < 1 or not 0 <= self.ep_rank < self.ep_size:
+            raise LayerInputError(f"ep_rank={self.ep_rank} must lie in [0, ep_size={self.ep_size})")
+
     @property
     def num_local_experts(self) -> int:
         return self.group.num_experts // self.ep_size

@@ -10,9 +10,82 @@ from __future__ import annotations
 import importlib
 import os
 import socket
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from moe_oracle.runtime.errors import BackendUnavailableError
+
+if TYPE_CHECKING:
+    from moe_oracle.rules import VariantSpec
+
+#: CUDA compute-capability major of each NVIDIA architecture the declarations name.
+_CUDA_MAJOR = {"sm90": 9, "sm100": 10, "sm103": 10, "sm120": 12}
+
+
+@dataclass(frozen=True)
+class DeclaredEntryPoints:
+    """What a variant's entry-point check says one library must export, and what provides it."""
+
+    library: str
+    all_of: tuple[str, ...] = ()
+    any_of: tuple[str, ...] = ()
+    provided_by: str = ""
+
+
+def declared_entry_points(spec: VariantSpec, library: str) -> DeclaredEntryPoints:
+    """The entry points ``spec`` declares for ``library`` (all of its entry-point checks merged)."""
+    all_of: list[str] = []
+    any_of: list[str] = []
+    provided_by = ""
+    for check in spec.checks:
+        if check.data.get("library") != library:
+            continue
+        all_of += [n for n in check.data.get("all_of", ()) if n not in all_of]
+        any_of += [n for n in check.data.get("any_of", ()) if n not in any_of]
+        provided_by = provided_by or check.data.get("provided_by", "")
+    if not provided_by:
+        raise BackendUnavailableError(
+            f"{spec.key} declares no entry-point check for the library '{library}' its runtime imports.",
+            fix=f"add checks.entry_points('{library}', ...) to the declaration of {spec.key}.",
+        )
+    return DeclaredEntryPoints(library, tuple(all_of), tuple(any_of), provided_by)
+
+
+def declared_arch_majors(spec: VariantSpec) -> tuple[int, ...]:
+    """CUDA capability majors of the architectures ``spec``'s arch check allows, in declaration order."""
+    majors: list[int] = []
+    for check in spec.checks:
+        for arch in check.data.get("archs", ()):
+            major = _CUDA_MAJOR.get(getattr(arch, "value", arch))
+            if major is not None and major not in majors:
+                majors.append(major)
+    return tuple(majors)
+
+
+def require_env_off(spec: VariantSpec, *, key: str) -> None:
+    """Every environment variable ``spec`` declares must be off (unset or ``0``) in this process."""
+    for check in spec.checks:
+        for name in check.data.get("env_off", ()):
+            if os.environ.get(name, "0") not in ("", "0"):
+                raise BackendUnavailableError(
+                    f"{key}: the kernel asserts {name}=0 (it is {os.environ[name]!r}).", fix=f"unset {name}."
+                )
+
+
+def resolve_attr(module: Any, path: str) -> Any:
+    """``module.a.b`` for ``path = "a.b"`` (AttributeError when a part is missing)."""
+    obj = module
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def has_attr(module: Any, path: str) -> bool:
+    try:
+        resolve_attr(module, path)
+        return True
+    except AttributeError:
+        return False
 
 
 def require_module(name: str, *, key: str, fix: str) -> Any:
@@ -31,16 +104,8 @@ def require_attrs(
 ) -> None:
     """Every name of ``all_of`` and one of ``any_of`` must resolve on ``module`` (dotted names allowed)."""
 
-    def has(path: str) -> bool:
-        obj = module
-        for part in path.split("."):
-            if not hasattr(obj, part):
-                return False
-            obj = getattr(obj, part)
-        return True
-
-    missing = [n for n in all_of if not has(n)]
-    if any_of and not any(has(n) for n in any_of):
+    missing = [n for n in all_of if not has_attr(module, n)]
+    if any_of and not any(has_attr(module, n) for n in any_of):
         missing.append(" or ".join(any_of))
     if missing:
         name = getattr(module, "__name__", str(module))

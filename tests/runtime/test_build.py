@@ -13,6 +13,7 @@ from moe_oracle.errors import OracleError
 from moe_oracle.runtime import LayerConfig, build_layer
 from moe_oracle.runtime.build import build_layer_for_decision, resolve_variant
 from moe_oracle.runtime.errors import BackendUnavailableError, UnknownVariantError
+from moe_oracle.runtime.quantize import BF16, FP8_BLOCK_FP32, MXFP4, MXFP8, NVFP4
 
 from .conftest import small_group
 
@@ -36,11 +37,20 @@ def test_resolve_variant_forms(specs):
         resolve_variant("deep_gemm_mega_moe:gfx950_a8w4")
 
 
+#: a checkpoint format each real variant consumes (the layer-level declarations pass with it)
+FORMAT_OF = {
+    "sm90_fp8xfp8": FP8_BLOCK_FP32,
+    "sm100_fp8xfp8": MXFP8,
+    "sm100_nvfp4": NVFP4,
+    "sm100_bf16": BF16,
+}
+
+
 @pytest.mark.parametrize("key", REAL_KEYS)
 def test_real_backend_without_library_is_one_line_error(key, monkeypatch):
     for mod in ("deep_gemm", "aiter", "mori"):
         monkeypatch.setitem(sys.modules, mod, None)  # import fails even where installed
-    g = small_group()
+    g = small_group(scale=1.0, weight_quant=FORMAT_OF.get(key.split(":")[1], MXFP4))  # full V4-Flash shape
     with pytest.raises(BackendUnavailableError) as info:
         build_layer(key, LayerConfig(group=g, max_tokens_per_rank=64))
     msg = str(info.value)
@@ -53,7 +63,42 @@ def test_every_variant_runtime_class_is_declared(registry):
     for spec in registry.variants:
         module, attr = spec.runtime.split(":")
         cls = getattr(__import__(module, fromlist=[attr]), attr)
-        assert cls.key == spec.key and spec.variant == cls.VARIANT
+        assert cls.key == spec.key and cls.SPEC is spec
+
+
+@pytest.mark.parametrize(
+    ("key", "update", "codes"),
+    [
+        ("deep_gemm_mega_moe:sm90_fp8xfp4", {"hidden_size": 256}, ["SHAPE_UNSUPPORTED"]),
+        ("deep_gemm_mega_moe:sm90_fp8xfp8", {}, ["QUANT_UNSUPPORTED"]),
+        ("deep_gemm_mega_moe:sm90_fp8xfp4", {"num_experts": 30}, ["EXPERTS_NOT_DIVISIBLE"]),
+    ],
+)
+def test_a_layer_the_oracle_refuses_is_never_built(key, update, codes, monkeypatch):
+    """build_layer evaluates the variant's own layer-level declarations first (before any library import)."""
+    from moe_oracle.runtime.build import refusals
+    from moe_oracle.runtime.errors import LayerInputError
+
+    for mod in ("deep_gemm", "aiter", "mori"):
+        monkeypatch.setitem(sys.modules, mod, None)
+    g = small_group(**update)
+    config = LayerConfig(group=g, max_tokens_per_rank=64, ep_size=4)
+    spec, _ = resolve_variant(key)
+    assert [r.code.value for r in refusals(spec, config)] == codes
+    with pytest.raises(LayerInputError) as info:
+        build_layer(key, config)
+    msg = str(info.value)
+    assert "\n" not in msg and "Fix:" in msg and all(c in msg for c in codes)
+
+
+def test_aiter_token_cap_is_the_declared_rule():
+    from moe_oracle.runtime.build import refusals
+
+    spec, _ = resolve_variant("aiter_mega_moe:gfx950_a8w4")
+    ok = LayerConfig(group=small_group(), max_tokens_per_rank=32768)
+    too_many = LayerConfig(group=small_group(), max_tokens_per_rank=32769)
+    assert refusals(spec, ok) == []
+    assert [r.code.value for r in refusals(spec, too_many)] == ["TOKENS_UNSUPPORTED"]
 
 
 def test_decision_helper_builds_the_chosen_twin():

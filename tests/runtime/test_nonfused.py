@@ -15,8 +15,7 @@ import sys
 
 import pytest
 import torch
-
-from moe_oracle.runtime.nonfused import rows_bound
+from moe_oracle_backends.cuda_sm90.nonfused.layer import rows_bound
 
 CODE = """
 import torch
@@ -24,7 +23,7 @@ from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
-from moe_oracle.runtime.nonfused import GroupedGemmMoE
+from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 from moe_oracle.runtime.quantize import quantize_experts
 
 g = scaled_group(resolve_model("zai-org/GLM-5-FP8").main_group, 512 / 6144)
@@ -75,10 +74,11 @@ def test_rows_bound_is_the_worst_case_padding():
 
 
 def test_non_fp8_experts_are_refused():
+    from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.runtime import LayerConfig
     from moe_oracle.runtime.errors import LayerInputError
-    from moe_oracle.runtime.nonfused import GroupedGemmMoE
 
     g = resolve_model("deepseek-ai/DeepSeek-V4-Flash").main_group
     with pytest.raises(LayerInputError, match=r"mxfp4 g32 ue8m0.*FP8 block-128"):
@@ -97,12 +97,13 @@ def test_glue_kernels_interpreted():
 def test_deep_gemm_grouped_layouts(model):
     if not torch.cuda.is_available():
         pytest.skip("no GPU")
+    from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.model.types import QuantSpec
     from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe, route
     from moe_oracle.runtime.accuracy import random_masters
     from moe_oracle.runtime.errors import BackendUnavailableError
-    from moe_oracle.runtime.nonfused import GroupedGemmMoE
     from moe_oracle.runtime.quantize import quantize_experts
 
     fp8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
@@ -140,10 +141,11 @@ def test_deep_gemm_grouped_layouts(model):
 
 
 def test_declared_paths_build_their_implementation():
+    from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.runtime import LayerConfig, build_layer
     from moe_oracle.runtime.errors import UnknownVariantError
-    from moe_oracle.runtime.nonfused import GroupedGemmMoE
 
     g = resolve_model("zai-org/GLM-5-FP8").main_group
     cfg = LayerConfig(group=g, max_tokens_per_rank=4, device="cpu", options={"gemm": "torch"})
@@ -155,12 +157,13 @@ def test_declared_paths_build_their_implementation():
 
 
 def test_decision_for_the_non_fused_path_builds_it():
+    from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
     from moe_oracle.cost.model import Workload
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.runtime.build import build_layer_for_decision
     from moe_oracle.runtime.errors import BackendUnavailableError
-    from moe_oracle.runtime.nonfused import GroupedGemmMoE
     from moe_oracle.selection import decide
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1, max_num_batched_tokens=8192))

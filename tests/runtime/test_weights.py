@@ -6,13 +6,12 @@ import importlib
 
 import pytest
 import torch
+from moe_oracle_backends.rocm_mi355.shuffle import aiter_shuffle_scale, aiter_unshuffle_scale
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from moe_oracle.runtime.convert import mxfp4_to_fp8_block
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
-    aiter_shuffle_scale,
-    aiter_unshuffle_scale,
     deinterleave_gate_up,
     interleave_gate_up,
     utccp_transpose,

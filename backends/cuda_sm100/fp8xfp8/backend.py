@@ -8,19 +8,16 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+from ..._deep_gemm_layer import DeepGemmMegaMoE
+from . import staging, weights
+from .config import VARIANT
 
 
 class Sm100Fp8Fp8MegaMoE(DeepGemmMegaMoE):
-    key = "deep_gemm_mega_moe:sm100_fp8xfp8"
-    VARIANT = "sm100_fp8xfp8"
-    ARCH_MAJORS = (10,)
+    SPEC = VARIANT
+    WEIGHTS = weights
+    STAGING = staging
     KERNEL = "fp8_fp4_mega_moe"
-    REQUIRED = ("fp8_fp4_mega_moe", "transform_weights_for_mega_moe")
     BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
     BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "fp8xfp8"}
     KERNEL_KWARGS: ClassVar[dict] = {"recipe": (1, 1, 32)}
-    WEIGHTS = "moe_oracle_backends.cuda_sm100.fp8xfp8.weights"
-    STAGING = "moe_oracle_backends.cuda_sm100.fp8xfp8.staging"
-    PROVIDED_BY = "a DeepGEMM with mma_type 'fp8xfp8' (vllm-project/DeepGEMM, DeepGEMM 2.8.x)"
-    SUPPORTS_ALPHA_BETA = True

@@ -11,22 +11,19 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+from ..._deep_gemm_layer import DeepGemmMegaMoE
+from . import staging, weights
+from .config import VARIANT
 
 
 class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
-    key = "deep_gemm_mega_moe:sm100_nvfp4"
-    VARIANT = "sm100_nvfp4"
-    ARCH_MAJORS = (10,)
+    SPEC = VARIANT
+    WEIGHTS = weights
+    STAGING = staging
     KERNEL = "nvfp4_mega_moe"
-    REQUIRED = ("nvfp4_mega_moe", "NVFP4SymmBuffer", "transform_weights_for_mega_moe")
     BUFFER_FNS = ("NVFP4SymmBuffer",)
     BUFFER_KWARGS: ClassVar[dict] = {}
     KERNEL_KWARGS: ClassVar[dict] = {"use_x_scales": True}
-    WEIGHTS = "moe_oracle_backends.cuda_sm100.nvfp4.weights"
-    STAGING = "moe_oracle_backends.cuda_sm100.nvfp4.staging"
-    PROVIDED_BY = "a DeepGEMM with nvfp4_mega_moe (vllm-project/DeepGEMM, vLLM's vendored DeepGEMM 2.8.1)"
-    SUPPORTS_ALPHA_BETA = True
 
     def extra_kernel_kwargs(self) -> dict[str, Any]:
         ex = self.weights.extras

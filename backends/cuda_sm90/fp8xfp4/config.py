@@ -23,13 +23,6 @@ def _mxfp4(q: QuantSpec) -> bool:
     return q.format is WeightFormat.MXFP4 and q.block == (1, 32) and q.scale_format is ScaleFormat.UE8M0
 
 
-def _env_off(name: str):
-    def ok(sc) -> bool:
-        return sc.deployment.env.get(name, "0") in ("", "0")
-
-    return ok
-
-
 VARIANT = VariantSpec(
     backend=BACKEND,
     variant="sm90_fp8xfp4",
@@ -82,15 +75,10 @@ VARIANT = VariantSpec(
             provided_by="a DeepGEMM build with the SM90 FP8xFP4 kernel (PR #323/#411; no release has it)",
             sources=("kernels.md §0, §9",),
         ),
-        c.scenario_predicate(
+        c.env_unset(
             ReasonCode.QUANT_UNSUPPORTED,
-            lambda sc: _env_off("DG_USE_FP4_ACTS")(sc) and _env_off("DG_USE_FP8_COMBINE")(sc),
-            rule="DG_USE_FP4_ACTS and DG_USE_FP8_COMBINE unset or 0",
-            message=lambda sc: (
-                "DG_USE_FP4_ACTS="
-                f"{sc.deployment.env.get('DG_USE_FP4_ACTS', '0')}, DG_USE_FP8_COMBINE="
-                f"{sc.deployment.env.get('DG_USE_FP8_COMBINE', '0')}: the SM90 kernel asserts both are 0"
-            ),
+            ("DG_USE_FP4_ACTS", "DG_USE_FP8_COMBINE"),
+            why="the SM90 kernel asserts both are 0",
             remediation="Unset DG_USE_FP4_ACTS and DG_USE_FP8_COMBINE.",
             sources=(_HOST,),
         ),

@@ -12,19 +12,17 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from moe_oracle.runtime.kernels import DeepGemmMegaMoE
+from ..._deep_gemm_layer import DeepGemmMegaMoE
+from . import staging, weights
+from .config import VARIANT
 
 
 class Sm90Fp8MegaMoE(DeepGemmMegaMoE):
-    key = "deep_gemm_mega_moe:sm90_fp8xfp8"
-    VARIANT = "sm90_fp8xfp8"
-    ARCH_MAJORS = (9,)
+    SPEC = VARIANT
+    WEIGHTS = weights
+    STAGING = staging
     KERNEL = "fp8_mega_moe"
-    REQUIRED = ("fp8_mega_moe",)
     BUFFER_FNS = ("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe")
     BUFFER_KWARGS: ClassVar[dict] = {}
     KERNEL_KWARGS: ClassVar[dict] = {"recipe": (128, 128, 128), "activation": "swiglu"}
-    WEIGHTS = "moe_oracle_backends.cuda_sm90.fp8xfp8.weights"
-    STAGING = "moe_oracle_backends.cuda_sm90.fp8xfp8.staging"
-    PROVIDED_BY = "sgl-deep-gemm >= 0.2.0, DeepGEMM nv_dev, or a DeepGEMM PR #323 build"
     ENV_DEFAULTS: ClassVar[dict] = {"TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}

@@ -9,10 +9,10 @@ w2_scale, max_tok_per_rank, swiglu_limit)``, ``forward(x_bf16, wts fp32 [T, k], 
 
 from __future__ import annotations
 
-from moe_oracle.runtime.kernels import AiterMegaMoE
+from ..layer import AiterMegaMoE
+from .config import VARIANT
 
 
 class AiterA8W4MegaMoE(AiterMegaMoE):
-    key = "aiter_mega_moe:gfx950_a8w4"
-    VARIANT = "gfx950_a8w4"
+    SPEC = VARIANT
     QUANT = "a8w4"

@@ -1,6 +1,6 @@
 """The non-fused FP8 MoE behind the same interface: Triton glue around two grouped GEMMs.
 
-This is the path the oracle ranks against the fused kernels (``moe_oracle.cost.nonfused``): quantize
+This is the path the oracle ranks against the fused kernels (declared in ``.config``): quantize
 and permute, ``m_grouped_fp8_gemm_nt_contiguous`` for W13, SwiGLU with requantization,
 ``m_grouped_fp8_gemm_nt_contiguous`` for W2, unpermute and weighted sum (h200.md §6). Two grouped
 layouts, same rows and kernels:

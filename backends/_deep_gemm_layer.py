@@ -1,0 +1,222 @@
+"""The DeepGEMM mega-MoE layer every SM90 and SM100 variant's ``backend.py`` subclasses.
+
+A subclass names its declaration (``SPEC``, the sibling ``config.VARIANT``), its layout and staging
+modules (``WEIGHTS``, ``STAGING``, the sibling modules themselves) and what the call needs: the
+kernel function, the buffer constructors it may use (in order of preference), the buffer and kernel
+keyword arguments. The library's entry points, what provides them, the architectures and the
+environment that must be off are read from the declaration's checks, never restated here; the
+layer-level checks (shape, format, activation, experts per rank) were evaluated by ``build_layer``
+before this class is constructed.
+
+DeepGEMM (kernels.md §0-§1, vLLM 0.33 §2.6-§2.9): the symmetric buffer is created once per
+``(process group, device, kind, E, max tokens, top-k, H, I)`` and shared by every layer with that
+shape; ``forward`` stages into ``buf.x``/``x_sf``/``topk_idx``/``topk_weights`` (views, no
+allocation) and calls the kernel on a view ``y[:T]`` of an output preallocated for
+``max_tokens_per_rank``: no host synchronization, so the call can be captured in a CUDA graph.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, ClassVar
+
+import torch
+
+from moe_oracle.rules import VariantSpec
+from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
+from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
+from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelWeights
+from moe_oracle.runtime.vendor import (
+    declared_arch_majors,
+    declared_entry_points,
+    ensure_process_group,
+    has_attr,
+    require_attrs,
+    require_cuda_arch,
+    require_env_off,
+    require_module,
+    resolve_attr,
+)
+
+LIBRARY = "deep_gemm"
+#: keyword of the kernels that take the step's mean tokens per EP rank to choose BLOCK_M (seed 000)
+BLOCK_M_HINT = "num_tokens_for_block_m"
+_BUFFERS: dict[tuple[Any, ...], Any] = {}
+
+
+@dataclass(frozen=True)
+class KernelCall:
+    """A kernel launch as data: ``getattr(module, function)(*args, **kwargs)`` (inspectable on CPU)."""
+
+    function: str
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+class DeepGemmMegaMoE(MegaMoELayer):
+    """Common DeepGEMM mega-MoE layer; subclasses set ``SPEC``, the modules and the call's constants."""
+
+    SPEC: ClassVar[VariantSpec]
+    WEIGHTS: ClassVar[ModuleType]
+    STAGING: ClassVar[ModuleType]
+    KERNEL: ClassVar[str] = ""
+    BUFFER_FNS: ClassVar[tuple[str, ...]] = ("get_symm_buffer_for_mega_moe",)
+    BUFFER_KWARGS: ClassVar[dict[str, Any]] = {}
+    KERNEL_KWARGS: ClassVar[dict[str, Any]] = {}
+    ENV_DEFAULTS: ClassVar[dict[str, str]] = {}
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        spec = cls.__dict__.get("SPEC")
+        if spec is None:
+            return
+        cls.key = spec.key
+        declared = declared_entry_points(spec, LIBRARY)
+        names = set(declared.all_of) | set(declared.any_of)
+        undeclared = [n for n in (cls.KERNEL, *cls.BUFFER_FNS) if n not in names]
+        if undeclared:  # the call must use only what the declaration promises the library has
+            raise TypeError(f"{spec.key}: {', '.join(undeclared)} not declared in its deep_gemm entry-point check")
+
+    def __init__(self, config: LayerConfig) -> None:
+        super().__init__(config)
+        spec = self.SPEC
+        declared = declared_entry_points(spec, LIBRARY)
+        fix = f"install {declared.provided_by}, or build emulation:{spec.variant} for the numerics twin"
+        for name, value in self.ENV_DEFAULTS.items():
+            os.environ.setdefault(name, value)
+        self.dg = require_module(LIBRARY, key=self.key, fix=fix)
+        require_attrs(self.dg, key=self.key, all_of=declared.all_of, any_of=declared.any_of, fix=fix)
+        require_env_off(spec, key=self.key)
+        majors = declared_arch_majors(spec)
+        self.device = require_cuda_arch(
+            key=self.key,
+            majors=majors,
+            device=config.device,
+            fix=f"run on SM{majors[0]}x, or use emulation:{spec.variant}",
+        )
+        torch.cuda.set_device(self.device)
+        self.group = ensure_process_group(config, backend="nccl", key=self.key)
+        self.buffer = self._get_buffer()
+        g = config.group
+        self.y = torch.empty((config.max_tokens_per_rank, g.hidden_size), dtype=torch.bfloat16, device=self.device)
+        self.weights: KernelWeights | None = None
+        self._params: tuple[str, ...] | None = None
+
+    # ---------------------------------------------------------------- pure (CPU-testable) parts
+    @classmethod
+    def buffer_arguments(cls, config: LayerConfig, group: Any = None) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """Positional and keyword arguments of the symmetric-buffer constructor."""
+        g = config.group
+        args = (group, g.num_experts, config.max_tokens_per_rank, g.top_k, g.hidden_size, g.moe_intermediate_size)
+        return args, dict(cls.BUFFER_KWARGS)
+
+    @classmethod
+    def buffer_cache_key(cls, config: LayerConfig, group: Any = None) -> tuple[Any, ...]:
+        g = config.group
+        return (
+            id(group),
+            str(config.device),
+            cls.BUFFER_FNS,
+            tuple(sorted(cls.BUFFER_KWARGS.items())),
+            g.num_experts,
+            config.max_tokens_per_rank,
+            g.top_k,
+            g.hidden_size,
+            g.moe_intermediate_size,
+        )
+
+    def activation_kwargs(self) -> dict[str, Any]:
+        act = self.config.group.activation
+        kw: dict[str, Any] = {"activation_clamp": None if act.clamp is None else float(act.clamp)}
+        if act.alpha != 1.0:
+            kw["activation_alpha"] = float(act.alpha)
+        if act.beta != 0.0:
+            kw["activation_beta"] = float(act.beta)
+        return kw
+
+    def kernel_call(self, num_tokens: int, num_tokens_for_block_m: int | None = None) -> KernelCall:
+        """The launch ``forward`` makes for ``num_tokens`` tokens (y is a view of the preallocated output).
+
+        ``num_tokens_for_block_m``: the mean tokens per EP rank of the step, passed to kernels that take
+        the hint (:attr:`takes_block_m_hint`) so every rank of a launch picks the same BLOCK_M.
+        """
+        if self.weights is None:
+            raise LayerInputError(f"{self.key}: call load(experts) before forward")
+        w = self.weights
+        l1: Any = w.w13 if w.w13_sf is None else (w.w13, w.w13_sf)
+        l2: Any = w.w2 if w.w2_sf is None else (w.w2, w.w2_sf)
+        kwargs = {**self.KERNEL_KWARGS, **self.activation_kwargs(), **self.extra_kernel_kwargs()}
+        if num_tokens_for_block_m is not None and self.takes_block_m_hint:
+            kwargs[BLOCK_M_HINT] = int(num_tokens_for_block_m)
+        return KernelCall(self.KERNEL, (self.y[:num_tokens], l1, l2, self.buffer), kwargs)
+
+    def extra_kernel_kwargs(self) -> dict[str, Any]:
+        return {}
+
+    # ---------------------------------------------------------------- device parts
+    def _get_buffer(self) -> Any:
+        key = self.buffer_cache_key(self.config, self.group)
+        buf = _BUFFERS.get(key)
+        if buf is None:
+            fn_name = next(n for n in self.BUFFER_FNS if has_attr(self.dg, n))
+            args, kwargs = self.buffer_arguments(self.config, self.group)
+            buf = resolve_attr(self.dg, fn_name)(*args, **kwargs)
+            _BUFFERS[key] = buf
+        return buf
+
+    def load(self, experts: CheckpointExperts) -> None:
+        if experts.num_experts != self.config.num_local_experts:
+            raise LayerInputError(
+                f"{self.key}: got {experts.num_experts} experts, this rank holds {self.config.num_local_experts}"
+            )
+        chunk = int(self.config.options.get("load_chunk_experts", LOAD_CHUNK_EXPERTS))
+        self.weights = self.WEIGHTS.to_kernel(experts, device=self.device, chunk_experts=chunk)
+        self._check_signature()
+
+    @property
+    def takes_block_m_hint(self) -> bool:
+        """Does this build's kernel take ``num_tokens_for_block_m`` (every EP rank picks one BLOCK_M)?"""
+        return BLOCK_M_HINT in self._kernel_parameters()
+
+    def _kernel_parameters(self) -> tuple[str, ...]:
+        if self._params is None:
+            try:
+                self._params = tuple(inspect.signature(resolve_attr(self.dg, self.KERNEL)).parameters)
+            except (TypeError, ValueError):  # a C++ binding without a signature: take the declared call only
+                self._params = ()
+        return self._params
+
+    def _check_signature(self) -> None:
+        fn = resolve_attr(self.dg, self.KERNEL)
+        try:
+            params = inspect.signature(fn).parameters
+        except (TypeError, ValueError):
+            return
+        call = self.kernel_call(1)
+        unknown = [
+            k for k in call.kwargs if k not in params and not any(p.kind is p.VAR_KEYWORD for p in params.values())
+        ]
+        if unknown:
+            provided_by = declared_entry_points(self.SPEC, LIBRARY).provided_by
+            raise BackendUnavailableError(
+                f"{self.key}: deep_gemm.{self.KERNEL} of this build takes no {', '.join(unknown)}.",
+                fix=f"install {provided_by}.",
+            )
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        topk_ids: torch.Tensor,
+        topk_weights: torch.Tensor,
+        num_tokens_for_block_m: int | None = None,
+    ) -> torch.Tensor:
+        t = int(hidden_states.shape[0])
+        if t > self.config.max_tokens_per_rank:
+            raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
+        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights)
+        call = self.kernel_call(t, num_tokens_for_block_m)
+        resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
+        return call.args[0]

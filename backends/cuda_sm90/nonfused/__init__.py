@@ -1,0 +1,1 @@
+"""SM90 non-fused FP8 MoE: DeepGEMM grouped GEMMs behind the runtime interface (``nonfused:deepgemm_fp8_*``)."""
