@@ -76,7 +76,8 @@ def _layers(model: str, variant: str, spec):
     key = (model, variant)
     if key not in _LAYERS:
         _LAYERS.clear()
-        g = resolve_model(model).main_group
+        quant, _ = variant_weight_quant(spec)  # the layer is built for the format it is loaded with
+        g = resolve_model(model).main_group.model_copy(update={"weight_quant": quant})
         cfg = LayerConfig(group=g, max_tokens_per_rank=max(TOKENS), device="cuda")
         try:
             real = build_layer(spec.key, cfg)  # library / arch checks before making full-size weights

@@ -1,0 +1,288 @@
+"""vLLM's MoE parameters -> moe-oracle's runtime, without importing vLLM.
+
+The vLLM-facing shell (:mod:`moe_oracle.engines.vllm.layer`) hands this module the parameters
+vLLM's own quant method created and its weight loader filled (checkpoint layout, this rank's
+experts) and the top-k ids and weights vLLM's router produced; everything from there on (the
+checkpoint view, the weight transform, the symmetric buffer, the kernel call, the BLOCK_M hint)
+lives here and runs, and is measured, where vLLM cannot be installed (the lent H200).
+
+Parameter names, shapes and dtypes are vLLM 0.33's ``create_weights`` (``E`` local experts, ``H``
+hidden, ``I`` intermediate per partition; w13 is ``[w1 (gate); w3 (up)]`` along dim 1):
+
+====================  =========================================================  ==================
+quant method          parameters                                                 checkpoint format
+====================  =========================================================  ==================
+Mxfp4MoEMethod        w13_weight u8 [E,2I,H/2], w13_weight_scale u8 [E,2I,H/32],  MXFP4 (UE8M0 / 32)
+                      w2_weight u8 [E,H,I/2], w2_weight_scale u8 [E,H,I/32]
+Fp8MoEMethod (block)  w13_weight e4m3 [E,2I,H], w13_weight_scale_inv f32           FP8 block 128
+                      [E,2I/128,H/128], w2_weight e4m3 [E,H,I], w2_weight_scale_inv
+                      f32 [E,H/128,I/128]
+ModelOptNvFp4Fused    w13_weight u8 [E,2I,H/2], w13_weight_scale e4m3 [E,2I,H/16], NVFP4
+MoE                   w13_weight_scale_2 f32 [E,2], w2_weight u8 [E,H,I/2],
+                      w2_weight_scale e4m3 [E,H,I/16], w2_weight_scale_2 f32 [E],
+                      w13_input_scale f32 [E,2], w2_input_scale f32 [E]
+Unquantized           w13_weight bf16 [E,2I,H], w2_weight bf16 [E,H,I]             BF16
+====================  =========================================================  ==================
+
+Sources: vLLM 0.33.0 ``quantization/mxfp4.py:661``, ``fp8.py:530`` (``weight_scale_inv`` for block
+quant, fp8.py:485), ``modelopt.py:912``, ``unquantized_fused_moe_method.py:67``; the w1/w3 order
+``routed_experts.py:563-569``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from moe_oracle.model.types import MoELayerGroup, QuantSpec, WeightFormat
+from moe_oracle.runtime.errors import LayerInputError
+from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
+
+#: the parameters each format's vLLM quant method creates (names as registered on RoutedExperts)
+PARAMS: dict[WeightFormat, tuple[str, ...]] = {
+    WeightFormat.MXFP4: ("w13_weight", "w13_weight_scale", "w2_weight", "w2_weight_scale"),
+    WeightFormat.FP8_BLOCK: ("w13_weight", "w13_weight_scale_inv", "w2_weight", "w2_weight_scale_inv"),
+    WeightFormat.NVFP4: (
+        "w13_weight",
+        "w13_weight_scale",
+        "w13_weight_scale_2",
+        "w2_weight",
+        "w2_weight_scale",
+        "w2_weight_scale_2",
+        "w13_input_scale",
+        "w2_input_scale",
+    ),
+    WeightFormat.BF16: ("w13_weight", "w2_weight"),
+}
+
+
+def vllm_parameter_shapes(
+    fmt: WeightFormat, experts: int, hidden: int, inter: int
+) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+    """``{name: (shape, dtype)}`` exactly as vLLM 0.33's quant method for ``fmt`` creates them."""
+    e, h, i = experts, hidden, inter
+    fp8 = torch.float8_e4m3fn
+    if fmt is WeightFormat.MXFP4:
+        u8 = torch.uint8
+        return {
+            "w13_weight": ((e, 2 * i, h // 2), u8),
+            "w13_weight_scale": ((e, 2 * i, h // 32), u8),
+            "w2_weight": ((e, h, i // 2), u8),
+            "w2_weight_scale": ((e, h, i // 32), u8),
+        }
+    if fmt is WeightFormat.FP8_BLOCK:
+        c = math.ceil
+        return {
+            "w13_weight": ((e, 2 * i, h), fp8),
+            "w13_weight_scale_inv": ((e, 2 * c(i / 128), c(h / 128)), torch.float32),
+            "w2_weight": ((e, h, i), fp8),
+            "w2_weight_scale_inv": ((e, c(h / 128), c(i / 128)), torch.float32),
+        }
+    if fmt is WeightFormat.NVFP4:
+        u8, f32 = torch.uint8, torch.float32
+        return {
+            "w13_weight": ((e, 2 * i, h // 2), u8),
+            "w13_weight_scale": ((e, 2 * i, h // 16), fp8),
+            "w13_weight_scale_2": ((e, 2), f32),
+            "w2_weight": ((e, h, i // 2), u8),
+            "w2_weight_scale": ((e, h, i // 16), fp8),
+            "w2_weight_scale_2": ((e,), f32),
+            "w13_input_scale": ((e, 2), f32),
+            "w2_input_scale": ((e,), f32),
+        }
+    if fmt is WeightFormat.BF16:
+        return {"w13_weight": ((e, 2 * i, h), torch.bfloat16), "w2_weight": ((e, h, i), torch.bfloat16)}
+    raise LayerInputError(f"vLLM 0.33 has no MoE quant method moe-oracle reads for {fmt.value} experts")
+
+
+def check_parameters(params: Mapping[str, torch.Tensor], group: MoELayerGroup, experts: int) -> None:
+    """Every parameter is present with vLLM's shape and dtype for ``group`` (else one LayerInputError).
+
+    Run at layer construction, before any weight loads: a quant method that padded H or I (MXFP4
+    backends round them up) or created other parameters is refused here, not after loading.
+    """
+    want = vllm_parameter_shapes(group.weight_format, experts, group.hidden_size, group.moe_intermediate_size)
+    bad = []
+    for name, (shape, dtype) in want.items():
+        t = params.get(name)
+        if t is None:
+            bad.append(f"{name} missing")
+        elif tuple(t.shape) != shape or t.dtype != dtype:
+            bad.append(f"{name} is {tuple(t.shape)} {t.dtype}, expected {shape} {dtype}")
+    if bad:
+        raise LayerInputError(
+            f"layer group '{group.name}': vLLM's quant method created parameters moe-oracle cannot read "
+            f"({'; '.join(bad)})",
+            fix="serve this layer group with vLLM's own MoE backend (additional-config moe_oracle.backend 'vllm').",
+        )
+
+
+def checkpoint_experts(
+    params: Mapping[str, torch.Tensor], quant: QuantSpec, *, first_expert: int = 0
+) -> CheckpointExperts:
+    """The loaded parameters as :class:`CheckpointExperts` (views, no copy), this rank's experts.
+
+    NVFP4: vLLM keeps one ``weight_scale_2`` per expert for w1 and for w3; the kernels take one L1
+    global scale per expert, so they must be equal (vLLM's native mega loader refuses the same way).
+    """
+    fmt = quant.format
+    if fmt is WeightFormat.MXFP4:
+        return CheckpointExperts(
+            quant,
+            params["w13_weight"],
+            params["w2_weight"],
+            params["w13_weight_scale"],
+            params["w2_weight_scale"],
+            first_expert=first_expert,
+        )
+    if fmt is WeightFormat.FP8_BLOCK:
+        return CheckpointExperts(
+            quant,
+            params["w13_weight"],
+            params["w2_weight"],
+            params["w13_weight_scale_inv"],
+            params["w2_weight_scale_inv"],
+            first_expert=first_expert,
+        )
+    if fmt is WeightFormat.NVFP4:
+        g13 = params["w13_weight_scale_2"]
+        if not torch.equal(g13[:, 0], g13[:, 1]):
+            raise LayerInputError(
+                "NVFP4 experts: w1 and w3 weight_scale_2 differ for some expert; the fused kernels take one L1 "
+                "global scale per expert",
+                fix="serve this layer group with vLLM's own NVFP4 MoE backend.",
+            )
+        return CheckpointExperts(
+            quant,
+            params["w13_weight"],
+            params["w2_weight"],
+            params["w13_weight_scale"],
+            params["w2_weight_scale"],
+            w13_global=g13[:, 0].contiguous(),
+            w2_global=params["w2_weight_scale_2"],
+            w2_input_scale=params["w2_input_scale"],
+            first_expert=first_expert,
+        )
+    if fmt is WeightFormat.BF16:
+        return CheckpointExperts(quant, params["w13_weight"], params["w2_weight"], first_expert=first_expert)
+    raise LayerInputError(f"no vLLM parameter layout for {quant.label()} experts")
+
+
+@dataclass(frozen=True)
+class LayerPlan:
+    """What one layer group runs through moe-oracle, as the config hook ships it to every worker.
+
+    ``variant``: ``backend:variant``; ``emulate``: build the numerics twin instead of the kernel
+    (checking a deployment on a machine without its GPU); ``convert_from``: the checkpoint format of
+    a load-time conversion to the variant's format; ``max_tokens_per_rank``: the per-rank token
+    budget vLLM schedules (it sizes the one symmetric buffer of this shape).
+    """
+
+    group: MoELayerGroup
+    variant: str
+    max_tokens_per_rank: int
+    emulate: bool = False
+    convert_from: str | None = None
+    allow_lossy: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "group": self.group.model_dump(mode="json"),
+            "variant": self.variant,
+            "max_tokens_per_rank": self.max_tokens_per_rank,
+            "emulate": self.emulate,
+            "convert_from": self.convert_from,
+            "allow_lossy": self.allow_lossy,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> LayerPlan:
+        return cls(
+            group=MoELayerGroup.model_validate(data["group"]),
+            variant=str(data["variant"]),
+            max_tokens_per_rank=int(data["max_tokens_per_rank"]),
+            emulate=bool(data.get("emulate", False)),
+            convert_from=data.get("convert_from"),
+            allow_lossy=bool(data.get("allow_lossy", False)),
+        )
+
+
+def build_plan_layer(
+    plan: LayerPlan, *, ep_rank: int = 0, ep_size: int = 1, ep_group: Any = None, device: str = "cuda"
+) -> MegaMoELayer:
+    """The moe-oracle layer for ``plan`` on this rank (allocates the shared symmetric buffer now)."""
+    from moe_oracle.runtime.build import build_layer_for_choice
+
+    config = LayerConfig(
+        group=plan.group,
+        max_tokens_per_rank=plan.max_tokens_per_rank,
+        ep_rank=ep_rank,
+        ep_size=ep_size,
+        ep_group=ep_group,
+        device=device,
+    )
+    return build_layer_for_choice(
+        plan.variant,
+        config,
+        emulate=plan.emulate,
+        convert_from=None if plan.convert_from is None else WeightFormat(plan.convert_from),
+        allow_lossy=plan.allow_lossy,
+    )
+
+
+@dataclass
+class MegaMoEBridge:
+    """One vLLM MoE layer served by a moe-oracle layer.
+
+    ``load(params)`` reads vLLM's loaded parameters (checkpoint layout) into the layer's kernel
+    layout, streaming by expert chunks; the caller then frees vLLM's copies, so loading never holds
+    more than one extra layer. ``forward`` is CUDA-graph capturable (no host synchronization): the
+    BLOCK_M hint is a Python int computed from the step's token counts, which vLLM pads to one size
+    across DP ranks when it captures.
+    """
+
+    layer: MegaMoELayer
+    quant: QuantSpec
+    ep_size: int = 1
+    first_expert: int = 0
+    loaded: bool = field(default=False, init=False)
+
+    @classmethod
+    def for_plan(
+        cls, plan: LayerPlan, *, ep_rank: int = 0, ep_size: int = 1, ep_group: Any = None, device: str = "cuda"
+    ) -> MegaMoEBridge:
+        layer = build_plan_layer(plan, ep_rank=ep_rank, ep_size=ep_size, ep_group=ep_group, device=device)
+        first = ep_rank * (plan.group.num_experts // ep_size)
+        return cls(layer, plan.group.weight_quant, ep_size=ep_size, first_expert=first)
+
+    def load(self, params: Mapping[str, torch.Tensor]) -> None:
+        """``params`` in the checkpoint's format (``quant``; a converting layer converts them itself)."""
+        self.layer.load(checkpoint_experts(params, self.quant, first_expert=self.first_expert))
+        self.loaded = True
+
+    def block_m_hint(self, num_tokens: int, tokens_across_dp: int | None) -> int:
+        """Mean tokens per EP rank of the step (every rank of a launch passes the same value)."""
+        total = num_tokens * self.ep_size if tokens_across_dp is None else tokens_across_dp
+        return max(1, -(-int(total) // self.ep_size))
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        topk_weights: torch.Tensor,
+        topk_ids: torch.Tensor,
+        *,
+        tokens_across_dp: int | None = None,
+    ) -> torch.Tensor:
+        """``[T, H]`` BF16: this rank's tokens through the fused layer (vLLM's argument order)."""
+        if not self.loaded:
+            raise LayerInputError(f"{self.layer.key}: weights were not loaded (process_weights_after_loading)")
+        t = int(hidden_states.shape[0])
+        takes_hint = getattr(self.layer, "takes_block_m_hint", False)
+        if takes_hint:
+            hint = self.block_m_hint(t, tokens_across_dp)
+            return self.layer.forward(hidden_states, topk_ids, topk_weights, num_tokens_for_block_m=hint)
+        return self.layer.forward(hidden_states, topk_ids, topk_weights)
