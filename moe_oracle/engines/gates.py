@@ -1,20 +1,30 @@
 """Engine gates: what an engine version adds on top of the kernels' own requirements.
 
 An engine wires only some backend variants, only for some models, and with its own
-parallelism rules. :class:`EngineSupport` declares that once per (engine, backend); variants it
-does not list get ``ENGINE_UNSUPPORTED`` with the engine's explanation.
+parallelism rules. :class:`EngineSupport` declares that once per (engine, backend, route); variants
+it does not list get ``ENGINE_UNSUPPORTED`` with the engine's explanation. A route is how the engine
+reaches the kernel: ``engine`` (the engine's own code path) or ``moe-oracle`` (moe-oracle's runtime
+inside the engine, through the engine's extension points); a backend may have both, and the first
+route whose rules all pass serves the variant.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from moe_oracle.rules import Check, Reason, ReasonCode, Scenario, VariantSpec
+from moe_oracle.rules import Check, Reason, ReasonCode, Scenario, Status, VariantSpec
+
+ENGINE_ROUTE = "engine"
+MOE_ORACLE_ROUTE = "moe-oracle"
+ANY = "*"
 
 
 @dataclass(frozen=True)
 class EngineSupport:
-    """One engine version's wiring of one backend."""
+    """One engine version's wiring of one backend (``*``: every backend) on one route.
+
+    ``variants``: the variants this route serves (``*``: every variant with a runtime class).
+    """
 
     engine: str
     version: str
@@ -24,9 +34,18 @@ class EngineSupport:
     remediation: str
     checks: tuple[Check, ...]
     sources: tuple[str, ...] = ()
+    route: str = ENGINE_ROUTE
+
+    def covers(self, spec: VariantSpec) -> bool:
+        return self.backend in (ANY, spec.backend)
+
+    def serves(self, spec: VariantSpec) -> bool:
+        if ANY in self.variants:
+            return bool(spec.runtime)
+        return spec.variant in self.variants
 
     def evaluate(self, spec: VariantSpec, scenario: Scenario) -> list[Reason]:
-        if spec.variant not in self.variants:
+        if not self.serves(spec):
             return [
                 Reason(
                     code=ReasonCode.ENGINE_UNSUPPORTED,
@@ -49,14 +68,27 @@ class EngineProfile:
     moe_backend_flag: str
 
     def gate(self, backend: str) -> EngineSupport | None:
+        """The engine's own route for ``backend`` (None when the engine has none)."""
         for s in self.supports:
-            if s.backend == backend:
+            if s.backend == backend and s.route == ENGINE_ROUTE:
                 return s
         return None
 
+    def routes(self, spec: VariantSpec) -> tuple[EngineSupport, ...]:
+        return tuple(s for s in self.supports if s.covers(spec))
+
+    def route(self, spec: VariantSpec, scenario: Scenario) -> EngineSupport | None:
+        """The first route whose rules all pass for ``spec`` (the engine's own before moe-oracle's), or None."""
+        for support in self.routes(spec):
+            if not any(r.status is Status.FAIL for r in support.evaluate(spec, scenario)):
+                return support
+        return None
+
     def evaluate(self, spec: VariantSpec, scenario: Scenario) -> list[Reason]:
-        support = self.gate(spec.backend)
-        if support is None:
+        """The reasons of the route that serves ``spec``; when none does, those of the route closest to it
+        (fewest failures; the engine's own route on a tie)."""
+        routes = self.routes(spec)
+        if not routes:
             return [
                 Reason(
                     code=ReasonCode.ENGINE_UNSUPPORTED,
@@ -65,4 +97,12 @@ class EngineProfile:
                     rule=f"{self.engine} {self.version} accepts {spec.backend}",
                 )
             ]
-        return support.evaluate(spec, scenario)
+        best: list[Reason] | None = None
+        for support in routes:
+            reasons = support.evaluate(spec, scenario)
+            failures = sum(r.status is Status.FAIL for r in reasons)
+            if failures == 0:
+                return reasons
+            if best is None or failures < sum(r.status is Status.FAIL for r in best):
+                best = reasons
+        return best or []

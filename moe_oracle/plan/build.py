@@ -25,7 +25,7 @@ from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 
 #: The engine release each plan targets by default (a named software profile).
-RELEASE_PROFILE = {Engine.VLLM: "vllm-0.33.0", Engine.SGLANG: "sglang-0.5.23"}
+RELEASE_PROFILE = {Engine.VLLM: "vllm-0.33.0+moe-oracle", Engine.SGLANG: "sglang-0.5.23"}
 PLAN_ENGINES = (Engine.VLLM, Engine.SGLANG)
 
 

@@ -28,6 +28,7 @@ _SM90_FP8_DG = frozenset(
         "transform_weights_for_mega_moe_sm90",
     }
 )
+_SM90_FP4_DG = frozenset({"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4"})
 _AITER_V2 = frozenset({"MegaMoEV2", "shuffle_weight_a16w4", "shuffle_scale_a16w4"})
 _TORCH = frozenset(TORCH_SYMBOLS)
 
@@ -85,6 +86,34 @@ def _profile_vllm_033() -> SoftwareProfile:
     )
 
 
+def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
+    """vLLM 0.33.0 with moe-oracle's plug-in and a DeepGEMM build that has the SM90 mega kernels.
+
+    vLLM imports a site-packages ``deep_gemm`` before its vendored copy (vllm-0.33.md §5.1), so
+    installing the SM90 build next to vLLM gives moe-oracle's runtime the SM90 kernels; on SM100
+    the vendored 2.8.1 kernels stay what vLLM's native path and the runtime use.
+    """
+    base = _profile_vllm_033()
+    vendored = base.libraries["deep_gemm"]
+    libraries = dict(base.libraries)
+    libraries["deep_gemm"] = LibraryBuild(
+        name="deep_gemm",
+        dist="DeepGEMM PR #323 build in site-packages (SM90), vLLM's vendored 2.8.1 (SM100)",
+        version=None,
+        symbols=vendored.symbols
+        | _SM90_FP8_DG
+        | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4"},
+        note="kernels.md §0: SM90 FP8xFP4 only in PR #323/#411 builds; vllm-0.33.md §5.1 site-packages first",
+    )
+    libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist="moe-oracle (vLLM plug-in)", version=None)
+    return SoftwareProfile(
+        name="vllm-0.33.0+moe-oracle",
+        description="vLLM 0.33.0 + moe-oracle's plug-in (its runtime inside vLLM) + a DeepGEMM build with the "
+        "SM90 mega kernels (PR #323) in site-packages.",
+        libraries=libraries,
+    )
+
+
 def _profile_sglang_0523() -> SoftwareProfile:
     return SoftwareProfile(
         name="sglang-0.5.23",
@@ -114,6 +143,7 @@ def _profile_none() -> SoftwareProfile:
 _FACTORIES = {
     "all": _profile_all,
     "vllm-0.33.0": _profile_vllm_033,
+    "vllm-0.33.0+moe-oracle": _profile_vllm_033_moe_oracle,
     "sglang-0.5.23": _profile_sglang_0523,
     "none": _profile_none,
 }

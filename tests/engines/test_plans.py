@@ -80,17 +80,27 @@ def test_vllm_heap_grows_with_tokens_and_keeps_a_larger_user_value() -> None:
     assert any("40G from your environment is kept" in n for n in kept.notes)
 
 
-def test_vllm_h200_and_glm_fall_back_to_the_default_command() -> None:
-    for p in (plan(V4, "vllm", device="h200", dp=8, ep=8), plan(GLM, "vllm", device="h200", dp=8, ep=8)):
-        assert not p.fused and "--moe-backend" not in p.argv
-        assert p.default_command_reason and "no fused mega-MoE backend" in p.default_command_reason
+def test_vllm_h200_serves_v4_and_glm_through_moe_oracles_runtime() -> None:
+    """The plug-in route: no --moe-backend (vLLM's native mega path is SM100-only), the variant pinned for it."""
+    import json
+
+    for p, variant in (
+        (plan(V4, "vllm", device="h200", dp=8, ep=8), "deep_gemm_mega_moe:sm90_fp8xfp4"),
+        (plan(GLM, "vllm", device="h200", dp=8, ep=8), "deep_gemm_mega_moe:sm90_fp8xfp8"),
+    ):
+        assert p.fused and "--moe-backend" not in p.argv
+        assert json.loads(flag(p.argv, "--additional-config")) == {"moe_oracle": {"backend": variant}}
         assert flag(p.argv, "--data-parallel-size") == "8" and "--enable-expert-parallel" in p.argv
-        assert p.rejected  # every rejected candidate with its reasons
-        assert all(r["reasons"] and r["reasons"][0]["fix"] for r in p.rejected)
+        assert any("moe-oracle's runtime serves layer group(s)" in n for n in p.notes)
+        assert any(d.key.startswith("deepgemm_") for d in p.derived)
+    # the wheel alone has no SM90 mega kernel: vLLM's default command, every rejection with its fix
+    bare = plan(V4, "vllm", device="h200", dp=8, ep=8, software="vllm-0.33.0")
+    assert not bare.fused and bare.default_command_reason and "KERNEL_MISSING" in bare.default_command_reason
+    assert all(r["reasons"] and r["reasons"][0]["fix"] for r in bare.rejected)
 
 
 def test_vllm_two_h200_nodes_refuse_dp16_and_keep_it_without_fused_backend() -> None:
-    p = plan(V4, "vllm", device="h200", nodes=2, dp=16, ep=16)
+    p = plan(V4, "vllm", device="h200", nodes=2, dp=16, ep=16, software="vllm-0.33.0")
     rep = p.replicas
     assert rep is not None and not rep.adopted and rep.count == 2
     assert rep.layout.label() == "DP8+EP8" and rep.requested.label() == "DP16+EP16"
@@ -126,9 +136,11 @@ def test_override_refused_only_for_the_domain_gets_the_replica_plan() -> None:
 
 def test_override_refused_raises() -> None:
     with pytest.raises(OverrideRefusedError):
-        plan(GLM, "vllm", device="h200", dp=8, ep=8, override="deep_gemm_mega_moe")
+        plan(GLM, "vllm", device="h200", dp=8, ep=8, override="aiter_mega_moe")
     with pytest.raises(OverrideRefusedError):
-        plan(V4, "vllm", device="h200", nodes=2, dp=16, ep=16, override="deep_gemm_mega_moe")
+        plan(V4, "vllm", device="h200", nodes=2, dp=16, ep=16, override="deep_gemm_mega_moe", software="vllm-0.33.0")
+    # through moe-oracle's runtime GLM on Hopper is no longer refused
+    assert plan(GLM, "vllm", device="h200", dp=8, ep=8, override="deep_gemm_mega_moe").fused
 
 
 def test_vllm_ep_must_span_tp_times_dp() -> None:
@@ -259,7 +271,7 @@ def test_cli_plan_text_and_json() -> None:
                 "--engine",
                 "vllm",
                 "--moe-backend",
-                "deep_gemm_mega_moe",
+                "aiter_mega_moe",
             ],
             3,
         ),

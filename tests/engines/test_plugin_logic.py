@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -224,3 +225,125 @@ def test_the_engines_batch_limits_are_the_workload() -> None:
     small, large = P.resolve(snap(max_num_seqs=8)), P.resolve(snap(max_num_seqs=512))
     assert "8192 tokens/rank, 8 seqs" in small.table[0] and "512 seqs" in large.table[0]
     assert small.fingerprint != large.fingerprint  # the workload is an input of the decision record
+
+
+# --- moe-oracle's runtime inside vLLM (the plug-in route) -------------------------------------
+
+
+def _plan_groups(out: P.Outcome) -> dict[str, dict]:
+    from moe_oracle.engines.vllm.shipped import planned_groups
+
+    return {g["name"]: g for g in planned_groups(out.additional_config)}
+
+
+def test_auto_on_h200_serves_v4_through_moe_oracle() -> None:
+    out = P.resolve(snap(device="h200", arch="sm90", software="all"))
+    assert out.action == "set" and out.moe_backend is None
+    groups = _plan_groups(out)
+    assert set(groups) == {"moe", "moe_hash", "mtp"}
+    main = groups["moe"]
+    assert main["runs"] == "moe-oracle" and main["variant"].startswith("deep_gemm_mega_moe:sm90_")
+    assert main["layers"] == list(range(3, 43)) and main["layer_plan"]["max_tokens_per_rank"] == 8192
+    assert any(line.startswith("  set additional_config.moe_oracle.plan") for line in out.table)
+    assert any("moe-oracle runtime deep_gemm_mega_moe:sm90_" in line for line in out.table)
+    # what the workers read back
+    from moe_oracle.engines.vllm.shipped import plan_for_layer
+
+    plan = plan_for_layer(out.additional_config, 10)
+    assert plan is not None and plan.variant == main["variant"].split("+")[0]
+    assert plan_for_layer(out.additional_config, 999) is None
+
+
+def test_auto_on_h200_serves_glm5_fp8_through_moe_oracle() -> None:
+    out = P.resolve(snap(architecture="GlmMoeDsaForCausalLM", hf_config=GLM, model="GLM", device="h200", arch="sm90",
+                         software="all"))  # fmt: skip
+    groups = _plan_groups(out)
+    assert groups["moe"]["variant"] == "deep_gemm_mega_moe:sm90_fp8xfp8" and groups["moe"]["runs"] == "moe-oracle"
+    assert groups["moe"]["layer_plan"]["convert_from"] is None
+
+
+@pytest.mark.parametrize(
+    ("kw", "code"),
+    [
+        ({"tp": 8, "dp": 1}, "TP_UNSUPPORTED"),
+        ({"enable_eplb": True}, "EPLB_UNSUPPORTED"),
+        ({"pp": 2, "dp": 4}, "PP_UNSUPPORTED"),
+    ],
+)
+def test_plugin_route_rules_are_reported(kw: dict, code: str) -> None:
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", **kw))
+    assert out.action == "keep" and out.additional_config is None
+    assert any(code in line for line in out.table), out.table
+
+
+def test_explicit_moe_oracle_variant_through_additional_config() -> None:
+    req = {"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp4"}}
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=req))
+    assert out.action == "set" and "validated" in out.table[0]
+    assert {g["variant"] for g in _plan_groups(out).values()} == {"deep_gemm_mega_moe:sm90_fp8xfp4"}
+    assert out.additional_config["moe_oracle"]["backend"] == "deep_gemm_mega_moe:sm90_fp8xfp4"  # request kept
+    twin = P.resolve(snap(device="h200", arch="sm90", software="all",
+                          additional_config={"moe_oracle": {"backend": "emulation:sm90_fp8xfp4"}}))  # fmt: skip
+    assert all(g["layer_plan"]["emulate"] for g in _plan_groups(twin).values())
+    env = P.resolve(snap(device="h200", arch="sm90", software="all",
+                         env={"MOE_ORACLE_VLLM_BACKEND": "deep_gemm_mega_moe:sm90_fp8xfp4"}))  # fmt: skip
+    assert env.action == "set"
+
+
+def test_explicit_moe_oracle_variant_that_cannot_run_is_refused_in_one_line_per_group() -> None:
+    req = {"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp8", "convert": False}}
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=req))
+    assert out.action == "refuse" and out.error
+    assert out.error.count("layer group '") == 3 and "QUANT_UNSUPPORTED" in out.error
+    for bad in ("--allow-fallback", "--engine"):
+        assert bad not in out.error
+    tp = P.resolve(snap(device="h200", arch="sm90", software="all", tp=8, dp=1,
+                        additional_config={"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp4"}}))  # fmt: skip
+    assert tp.action == "refuse" and "TP_UNSUPPORTED" in (tp.error or "") and "--tensor-parallel-size 1" in tp.error
+
+
+@pytest.mark.parametrize(
+    ("extra", "moe_backend", "needle"),
+    [
+        ("notjson", "auto", "not a JSON object"),
+        ({"moe_oracle": ["x"]}, "auto", "must be a JSON object"),
+        ({"moe_oracle": {"backnd": "x"}}, "auto", "unknown key"),
+        ({"moe_oracle": {"backend": 5}}, "auto", "non-empty string"),
+        ({"moe_oracle": {"backend": "sm90_fp8xfp4"}}, "auto", "names no variant"),
+        ({"moe_oracle": {"backend": "deep_gemm_mega_moe:nope"}}, "auto", "no registered variant"),
+        ({"moe_oracle": {"convert": "yes"}}, "auto", "true or false"),
+        ({"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp4"}}, "deep_gemm_mega_moe", "both choose"),
+    ],
+)
+def test_bad_requests_are_one_line_refusals(extra: object, moe_backend: str, needle: str) -> None:
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=extra, moe_backend=moe_backend))
+    assert out.action == "refuse" and needle in (out.error or ""), out.error
+    assert "\n" not in (out.error or "")
+
+
+def test_explicit_native_backend_on_hopper_points_to_the_runtime() -> None:
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", moe_backend="deep_gemm_mega_moe"))
+    assert out.action == "refuse"
+    assert "--additional-config" in (out.error or "") and "moe_oracle" in (out.error or "")
+
+
+def test_versions_in_the_supported_range_are_acted_on() -> None:
+    assert P.resolve(snap(vllm_version="0.33.1")).action == "set"
+    other = P.resolve(snap(vllm_version="0.34.0"))
+    assert other.action == "skip" and other.level == logging.WARNING and ">=0.33.0,<0.34" in other.table[0]
+
+
+def test_one_table_per_server() -> None:
+    assert P.resolve(snap()).level == logging.INFO
+    assert P.resolve(snap(api_process_count=8, api_process_rank=0)).level == logging.DEBUG
+
+
+def test_cpu_batch_defaults_are_replaced_by_the_named_gpus() -> None:
+    from moe_oracle.engines.vllm.snapshot import batch_defaults_for
+
+    tokens, seqs, notes = batch_defaults_for("h200", 8, 2048 * 8, 128 * 8)
+    assert (tokens, seqs) == (8192, 1024) and len(notes) == 1  # 128 x 8 = 1024 is also the H200 default
+    assert batch_defaults_for("b200", 8, 4096, 300)[:2] == (4096, 300)  # the operator's values stay
+    out = P.resolve(snap(device="h200", arch="sm90", notes=notes, device_source="MOE_ORACLE_VLLM_DEVICE"))
+    assert "[device from MOE_ORACLE_VLLM_DEVICE]" in out.table[0]
+    assert any("vLLM's CPU default" in line for line in out.table)

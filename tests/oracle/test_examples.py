@@ -59,12 +59,22 @@ def test_glm51_nvfp4_bf16_mtp_layer_gets_its_own_decision():
     assert mtp and mtp[0].chosen is not None and mtp[0].chosen.spec.key == "deep_gemm_mega_moe:sm100_bf16"
 
 
-def test_vllm_engine_on_b200_keeps_dsv4_and_rejects_glm():
+def test_vllm_engine_on_b200_keeps_dsv4_and_judges_glm_by_its_kernel():
     assert chosen(run(V4_PRO, "b200", dp=8, ep=8, engine="vllm")) == "deep_gemm_mega_moe:sm100_fp8xfp4"
     d = run(GLM5_FP8, "b200", dp=8, ep=8, engine="vllm")
     assert chosen(d) is None
-    assert "ENGINE_UNSUPPORTED" in codes(d, "deep_gemm_mega_moe:sm100_fp8xfp8")
+    # moe-oracle's runtime serves GLM inside vLLM: only the kernel's own format rule rejects it now
+    assert codes(d, "deep_gemm_mega_moe:sm100_fp8xfp8") == ["QUANT_UNSUPPORTED"]
     assert "vLLM FusedMoE" in (d.main.fallback or "")
+
+
+def test_vllm_engine_on_h200_serves_v4_and_glm5_through_the_runtime():
+    from moe_oracle.engines.vllm.routes import group_routes
+
+    for model, want in ((V4_FLASH, "deep_gemm_mega_moe:sm90_fp8xfp"), (GLM5_FP8, "deep_gemm_mega_moe:sm90_fp8xfp8")):
+        d = run(model, "h200", dp=8, ep=8, engine="vllm")
+        assert chosen(d) is not None and chosen(d).startswith(want), chosen(d)
+        assert {r.route for r in group_routes(d)} == {"moe-oracle"}
 
 
 @pytest.mark.parametrize("device", ["gb200", "gb300"])

@@ -148,7 +148,12 @@ def test_activation_unsupported():
 
 
 def test_routing_unsupported_under_vllm():
-    has(run(manual(scoring="sigmoid"), "b200", dp=8, ep=8, engine="vllm"), SM100_FP4, "ROUTING_UNSUPPORTED")
+    """vLLM's own DSv4 mega path needs sqrtsoftplus routing (moe-oracle's runtime takes vLLM's router output)."""
+    from moe_oracle.engines.vllm.routes import route_reasons
+
+    d = run(manual(scoring="sigmoid"), "b200", dp=8, ep=8, engine="vllm")
+    cand = next(c for c in d.main.candidates if c.spec.key == SM100_FP4)
+    assert "ROUTING_UNSUPPORTED" in [r.code.value for r in route_reasons(d, d.main, cand, "engine")]
 
 
 def test_tokens_unsupported():
@@ -162,8 +167,8 @@ def test_heap_too_small():
 
 
 def test_engine_unsupported():
-    (r,) = has(run(V4_FLASH, "h200", dp=8, ep=8, engine="vllm"), SM90_FP4, "ENGINE_UNSUPPORTED")
-    assert "requires SM100" in r.message
+    (r,) = has(run(V4_FLASH, "mi355x", nodes=2, dp=16, ep=16, engine="vllm"), A4W4, "ENGINE_UNSUPPORTED")
+    assert "hard-codes quant='a8w4'" in r.message
 
 
 def test_known_bad_from_bundled_advisory():

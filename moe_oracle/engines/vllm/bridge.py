@@ -38,6 +38,7 @@ from typing import Any
 
 import torch
 
+from moe_oracle.engines.vllm.shipped import LayerPlan
 from moe_oracle.model.types import MoELayerGroup, QuantSpec, WeightFormat
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
@@ -170,45 +171,6 @@ def checkpoint_experts(
     if fmt is WeightFormat.BF16:
         return CheckpointExperts(quant, params["w13_weight"], params["w2_weight"], first_expert=first_expert)
     raise LayerInputError(f"no vLLM parameter layout for {quant.label()} experts")
-
-
-@dataclass(frozen=True)
-class LayerPlan:
-    """What one layer group runs through moe-oracle, as the config hook ships it to every worker.
-
-    ``variant``: ``backend:variant``; ``emulate``: build the numerics twin instead of the kernel
-    (checking a deployment on a machine without its GPU); ``convert_from``: the checkpoint format of
-    a load-time conversion to the variant's format; ``max_tokens_per_rank``: the per-rank token
-    budget vLLM schedules (it sizes the one symmetric buffer of this shape).
-    """
-
-    group: MoELayerGroup
-    variant: str
-    max_tokens_per_rank: int
-    emulate: bool = False
-    convert_from: str | None = None
-    allow_lossy: bool = False
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "group": self.group.model_dump(mode="json"),
-            "variant": self.variant,
-            "max_tokens_per_rank": self.max_tokens_per_rank,
-            "emulate": self.emulate,
-            "convert_from": self.convert_from,
-            "allow_lossy": self.allow_lossy,
-        }
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> LayerPlan:
-        return cls(
-            group=MoELayerGroup.model_validate(data["group"]),
-            variant=str(data["variant"]),
-            max_tokens_per_rank=int(data["max_tokens_per_rank"]),
-            emulate=bool(data.get("emulate", False)),
-            convert_from=data.get("convert_from"),
-            allow_lossy=bool(data.get("allow_lossy", False)),
-        )
 
 
 def build_plan_layer(

@@ -9,6 +9,9 @@ checks every one of them against the real package (the argument parser of
 from __future__ import annotations
 
 VERSION = "0.33.0"
+#: vLLM releases the plug-in acts on (PEP 440): the 0.33 series, whose sources the rules were read from.
+#: Outside it the plug-in says so at WARNING and leaves vLLM alone.
+SUPPORTED = ">=0.33.0,<0.34"
 
 #: ``vllm serve`` flags a plan may emit (``arg_utils.py`` EngineArgs.add_cli_args and
 #: ``entrypoints/common/cli_args.py`` for ``--headless``).
@@ -26,6 +29,8 @@ SERVE_FLAGS: tuple[str, ...] = (
     "--data-parallel-address",
     "--data-parallel-rpc-port",
     "--headless",
+    "--additional-config",
+    "--max-num-seqs",
 )
 
 #: ``--moe-backend`` values moe-oracle sets (members of ``vllm.config.kernel.MoEBackend``).
@@ -72,3 +77,30 @@ def check_argv(argv: list[str] | tuple[str, ...]) -> None:
     unknown = [a for a in argv if a.startswith("--") and a not in SERVE_FLAGS]
     if unknown:
         raise AssertionError(f"vLLM plan emits flags outside the checked vocabulary: {unknown}")
+
+
+def serve_batch_defaults(device: str | None) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` ``vllm serve`` defaults to on ``device`` (a catalogue name).
+
+    vLLM 0.33 ``engine/arg_utils.py get_batch_defaults`` (OPENAI_API_SERVER): >= 160 GiB (B200, B300,
+    MI355X) 16384 / 1024; >= 70 GiB except A100 (H100, H200) 8192 / 1024; otherwise 2048 / 256.
+    """
+    from moe_oracle.spec.device import DEVICES
+
+    spec = DEVICES.get(device or "")
+    memory = spec.memory_gib if spec is not None else 0.0
+    if memory >= 160:
+        return 16384, 1024
+    if memory >= 70 and "a100" not in (device or ""):
+        return 8192, 1024
+    return 2048, 256
+
+
+def supported(version: str) -> bool:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(version) in SpecifierSet(SUPPORTED)
+    except InvalidVersion:
+        return False

@@ -1,7 +1,14 @@
 """What vLLM 0.33.0 adds to the kernels' rules (``shared/reference/vllm-0.33.md``).
 
-vLLM wires ``deep_gemm_mega_moe`` and ``aiter_mega_moe`` only inside the DeepSeek V4 model
-files, always with the MXFP4 weight row, and never chooses them under ``--moe-backend auto``.
+Two routes reach a fused kernel in vLLM 0.33:
+
+* ``engine``: vLLM's own code. It wires ``deep_gemm_mega_moe`` and ``aiter_mega_moe`` only inside
+  the DeepSeek V4 model files, always with the MXFP4 weight row, and never chooses them under
+  ``--moe-backend auto``;
+* ``moe-oracle``: moe-oracle's runtime inside vLLM, through the plug-in's out-of-tree
+  ``RoutedExperts`` (:mod:`moe_oracle.engines.vllm.layer`). Every variant with a runtime class, for
+  every model whose MoE vLLM builds with ``FusedMoEFactory`` (DeepSeek V4 on NVIDIA, GLM-4.x/5.x,
+  DeepSeek-V3-style), with vLLM's own quant method creating the checkpoint-layout weights.
 """
 
 from __future__ import annotations
@@ -169,4 +176,107 @@ _AITER = EngineSupport(
     sources=("vllm-0.33.md §3",),
 )
 
-PROFILE = EngineProfile(engine="vllm", version=VERSION, supports=(_DEEP_GEMM, _AITER), moe_backend_flag="--moe-backend")
+
+#: architectures whose MoE layers vLLM 0.33 builds as ``RoutedExperts`` through ``FusedMoEFactory`` (the
+#: class the plug-in replaces); DeepSeek V4 on ROCm passes its own ``routed_experts_cls`` (not replaced)
+FUSED_MOE_ARCHITECTURES = (
+    *DSV4_ARCHITECTURES[:3],
+    "GlmMoeDsaForCausalLM",
+    "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+)
+_PLUGIN = "moe-oracle's vLLM plug-in (engines/vllm/layer.py: out-of-tree RoutedExperts)"
+_OOT = "vllm-0.33.md §8.2 item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
+
+
+def _fused_moe_model(sc: Scenario) -> bool:
+    if sc.architecture not in FUSED_MOE_ARCHITECTURES:
+        return False
+    return not (_is_dsv4(sc) and sc.deployment.device.vendor.value == "amd")
+
+
+def _vllm_reads_format(g) -> bool:
+    """vLLM 0.33 has a MoE quant method whose parameters moe-oracle reads (engines/vllm/bridge.py)."""
+    fmt = g.weight_format
+    return fmt in (WeightFormat.FP8_BLOCK, WeightFormat.NVFP4, WeightFormat.BF16, WeightFormat.MXFP4)
+
+
+_MOE_ORACLE = EngineSupport(
+    engine="vllm",
+    version=VERSION,
+    backend="*",
+    variants=("*",),
+    unsupported="the variant declares no runtime class",
+    remediation="Use a variant with a runtime class.",
+    route="moe-oracle",
+    checks=(
+        c.scenario_predicate(
+            ReasonCode.ENGINE_UNSUPPORTED,
+            _fused_moe_model,
+            rule="the model's MoE is vLLM's RoutedExperts (FusedMoEFactory), which the plug-in replaces",
+            message=lambda sc: (
+                f"vLLM {VERSION} builds the MoE of {sc.architecture or sc.model_type} on "
+                f"{sc.deployment.device.vendor.value.upper()} with its own routed-experts class (not the "
+                "RoutedExperts the moe-oracle plug-in replaces)"
+            ),
+            remediation="Serve this model with vLLM's own backends, or with SGLang.",
+            sources=(_OOT, "vllm-0.33.md §4, §6, §7.3"),
+        ),
+        c.scenario_predicate(
+            ReasonCode.EP_REQUIRED,
+            lambda sc: sc.deployment.parallel.ep > 1 or sc.deployment.parallel.moe_group_size == 1,
+            rule="expert parallel enabled (--enable-expert-parallel)",
+            message=lambda sc: (
+                f"tp*dp={sc.deployment.parallel.moe_group_size} ranks without expert parallel: vLLM shards "
+                "every expert, and the fused kernels keep experts whole"
+            ),
+            remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
+            sources=("vllm-0.33.md §2.10",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.TP_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.tp == 1,
+            rule="tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
+            message=lambda sc: (
+                f"tp={sc.deployment.parallel.tp}: through the plug-in the fused kernel dispatches each rank's "
+                "tokens itself, and TP ranks hold the same tokens"
+            ),
+            remediation="Use --tensor-parallel-size 1 --data-parallel-size N --enable-expert-parallel.",
+            sources=(_PLUGIN,),
+        ),
+        c.scenario_predicate(
+            ReasonCode.PP_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.pp == 1,
+            rule="pp == 1",
+            message=lambda sc: f"pp={sc.deployment.parallel.pp}: the plug-in is validated with one pipeline stage",
+            remediation="Drop --pipeline-parallel-size.",
+            sources=(_PLUGIN,),
+        ),
+        c.scenario_predicate(
+            ReasonCode.EPLB_UNSUPPORTED,
+            lambda sc: not sc.deployment.parallel.eplb,
+            rule="no EPLB (logical expert ids, linear placement)",
+            message=lambda sc: (
+                "EPLB is enabled: vLLM then routes to physical (redundant) expert slots, which moe-oracle's "
+                "runtime does not map"
+            ),
+            remediation="Drop --enable-eplb.",
+            sources=(_PLUGIN, "vllm-0.33.md §2.4 (EPLB hooks)"),
+        ),
+        c.group_predicate(
+            ReasonCode.QUANT_UNSUPPORTED,
+            _vllm_reads_format,
+            rule="vLLM creates the experts with a quant method the plug-in reads (MXFP4, FP8 block, NVFP4, BF16)",
+            message=lambda g: f"{g.weight_quant.label()} experts: no vLLM 0.33 quant method layout the plug-in reads",
+            remediation="Serve this model with vLLM's own backends.",
+            sources=(_PLUGIN,),
+        ),
+    ),
+    sources=(_OOT,),
+)
+
+PROFILE = EngineProfile(
+    engine="vllm", version=VERSION, supports=(_DEEP_GEMM, _AITER, _MOE_ORACLE), moe_backend_flag="--moe-backend"
+)

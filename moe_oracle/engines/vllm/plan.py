@@ -13,6 +13,8 @@ buffers (§3.1, §3.2). Servers spanning several nodes use vLLM's multi-node dat
 
 from __future__ import annotations
 
+import json
+
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.errors import BadInputError
 from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
@@ -65,6 +67,55 @@ def _placeholder(replica: int, replicas: int) -> tuple[str, str]:
     return name, f"{what} (reachable from the other nodes; vLLM --data-parallel-address)"
 
 
+def _runtime_groups(ctx: PlanContext) -> list:
+    """The layer groups moe-oracle's runtime serves inside vLLM (the plug-in's route), in decision order."""
+    from moe_oracle.engines.gates import MOE_ORACLE_ROUTE
+    from moe_oracle.engines.vllm.routes import group_routes
+
+    return [r for r in group_routes(ctx.decision) if r.route == MOE_ORACLE_ROUTE]
+
+
+def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes: list[str], shapes: list) -> list[str]:
+    """``--additional-config`` for the plug-in, the DeepGEMM buffer it sizes, and what vLLM alone would run."""
+    par = ctx.deployment.parallel
+    variants = sorted({r.key.split("+")[0] for r in runtime})
+    args: list[str] = []
+    if len(variants) == 1:
+        request = {"moe_oracle": {"backend": variants[0]}}
+        args = ["--additional-config", json.dumps(request, separators=(",", ":"))]
+    served = ", ".join(f"{r.name} ({r.key})" for r in runtime)
+    others = [g.group.name for g in ctx.decision.groups if g.group.name not in {r.name for r in runtime}]
+    notes.append(
+        f"moe-oracle's runtime serves layer group(s) {served} inside vLLM: the moe-oracle plug-in (installed "
+        "with moe-oracle, entry point vllm.general_plugins) registers its out-of-tree RoutedExperts; vLLM's quant "
+        "method loads the checkpoint and the plug-in moves the experts into the kernel layout after loading."
+        + (" --additional-config pins the variant (the plug-in validates it before any weight loads; "
+           "--moe-backend auto would choose the same)." if args else " Under --moe-backend auto the plug-in "
+           "chooses each group's variant itself.")
+    )  # fmt: skip
+    if others:
+        notes.append(f"vLLM's own MoE serves layer group(s) {', '.join(others)} (no fused backend fits them).")
+    sm90 = ctx.deployment.device.arch.value == "sm90"
+    for shape in shapes:
+        derived += derive_deepgemm(
+            flavour="sm90" if sm90 else "sm100",
+            shape=shape,
+            ranks=par.ep,
+            tokens_per_rank=par.max_num_batched_tokens,
+            tokens_origin=TOKENS_ORIGIN + "; moe-oracle sizes one buffer per shape, allocated at model construction "
+            "(before vLLM profiles memory for the KV cache)",
+            env=ctx.user_env,
+        )
+    if sm90:
+        notes.append(
+            "Install a DeepGEMM build with the SM90 kernels (deep_gemm with fp8_mega_moe / _C.fp8_fp4_mega_moe_sm90, "
+            "e.g. DeepGEMM PR #323) into vLLM's environment: vLLM prefers a site-packages deep_gemm over its vendored "
+            "2.8.1 (vllm-0.33.md §5.1), which has no SM90 mega kernel. Without moe-oracle's plug-in, vLLM 0.33 "
+            "serves these layers with its non-fused MoE (vllm#57772: Marlin weight-only on Hopper)."
+        )
+    return args
+
+
 def build(ctx: PlanContext) -> EngineParts:
     dep = ctx.deployment
     par, topo = dep.parallel, dep.topology
@@ -79,7 +130,10 @@ def build(ctx: PlanContext) -> EngineParts:
     argv += ["--max-num-batched-tokens", str(par.max_num_batched_tokens)]
     all2all = par.all2all_backend
     shapes = distinct_shapes(ctx.decision)
-    if ctx.backend == "deep_gemm_mega_moe":
+    runtime = _runtime_groups(ctx)
+    if runtime:
+        argv += _plugin_args(ctx, runtime, derived, notes, shapes)
+    elif ctx.backend == "deep_gemm_mega_moe":
         argv += ["--moe-backend", "deep_gemm_mega_moe"]
         fuse_env = ctx.user_env.get("VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION", "0")
         fuse = fuse_env in ("", "0") and par.pp == 1
@@ -134,7 +188,7 @@ def build(ctx: PlanContext) -> EngineParts:
     total = per_rank_total(derived, dep.device.memory_gib)
     if total is not None:
         derived.append(total)
-    if ctx.backend is None:
+    if ctx.backend is None and not runtime:
         notes.append("No --moe-backend: vLLM's default (auto) path serves the MoE layers; see the reasons above.")
         if dep.device.vendor.value == "amd":
             notes.append(

@@ -1,40 +1,38 @@
-"""vLLM general plug-in: resolve and validate ``--moe-backend`` at server start, before weights load.
+"""vLLM general plug-in: choose, validate and serve the fused mega-MoE backend at server start.
 
-Registered under the ``vllm.general_plugins`` entry point (``moe_oracle = ...:register``), so
-vLLM loads it in every process when moe-oracle is installed next to it. ``register()`` wraps
-the ``MODELS_CONFIG_MAP`` entries of the DeepSeek V4 and GLM MoE architectures: the wrapper
-subclasses the existing entry (its ``verify_and_update_config`` and
-``verify_and_update_model_config`` keep running first) and then, inside
-``VllmConfig.__post_init__`` (``try_verify_and_update_config``, before the LoRA check,
-``KernelConfig.set_platform_defaults`` and any model construction):
+Registered under the ``vllm.general_plugins`` entry point (``moe_oracle = ...:register``), so vLLM
+loads it in every process when moe-oracle is installed next to it. ``register()`` does two things,
+both through vLLM's own extension points:
 
-* ``--moe-backend auto``: asks the oracle with vLLM 0.33 semantics and, when every MoE layer
-  group can run the same fused backend, sets ``kernel_config.moe_backend`` to it (plus
-  ``parallel_config.all2all_backend=mori_high_throughput`` and a default
-  ``MORI_SHMEM_HEAP_SIZE`` for AITER). Otherwise vLLM's own auto path stays.
-* an explicit ``deep_gemm_mega_moe`` / ``aiter_mega_moe``: validates it and raises
-  ``ValueError`` with the oracle's reasons when it cannot run (instead of failing in the
-  workers after minutes of loading).
-* any other value (``triton``, ``marlin``, ...): left to vLLM.
+* it registers :class:`~moe_oracle.engines.vllm.layer.MoEOracleRoutedExperts` as vLLM's out-of-tree
+  ``RoutedExperts`` (``PluggableLayer.register_oot``): a layer whose group the plan gives to
+  moe-oracle runs moe-oracle's runtime, every other layer is vLLM's class;
+* it wraps the ``MODELS_CONFIG_MAP`` entries of the DeepSeek V4 and GLM MoE architectures: the
+  wrapper subclasses the existing entry (its hooks keep running first) and then, inside
+  ``VllmConfig.__post_init__`` (before the LoRA check, ``KernelConfig.set_platform_defaults`` and any
+  model construction), decides with vLLM 0.33 semantics:
 
-One decision table is logged at INFO on ``vllm.plugins.moe_oracle``. The decision is a pure
-function of the config (named software profile ``vllm-0.33.0``, no probing), so every process,
-including headless nodes that build their own config, reaches the same one.
+  - ``--moe-backend auto``: the same ``decide()`` as ``moe-oracle select --engine vllm`` ranks vLLM's
+    native mega paths and moe-oracle's runtime variants. When every layer group runs one native
+    backend, ``kernel_config.moe_backend`` is set to it (plus MoRI settings for AITER); otherwise the
+    groups moe-oracle serves are written, as a plan, into ``additional_config["moe_oracle"]``, which
+    vLLM ships to every worker (:mod:`.shipped`);
+  - an explicit moe-oracle variant (``--additional-config '{"moe_oracle": {"backend": "B:V"}}'`` or
+    ``MOE_ORACLE_VLLM_BACKEND``): validated and refused with every reason before any weight loads;
+  - an explicit ``deep_gemm_mega_moe`` / ``aiter_mega_moe``: vLLM's own path, validated the same way;
+  - any other value (``triton``, ``marlin``, ...): left to vLLM.
 
-Environment:
+One decision table is logged at INFO on ``vllm.plugins.moe_oracle`` by the process that owns the
+server (not by each of several API-server processes). The decision is a pure function of the config
+(named software profile ``vllm-0.33.0``, no probing), so every process reaches the same one.
 
-``MOE_ORACLE_VLLM_PLUGIN=0``
-    disables the plug-in (also ``false``/``off``/``no``); vLLM's ``VLLM_PLUGINS`` allow-list
-    works as for any plug-in.
-``MOE_ORACLE_VLLM_DEVICE=<catalogue name>``
-    overrides the platform's device (e.g. ``b200``, ``mi355x``): for checking a config on a
-    machine without that GPU.
-``MOE_ORACLE_DOMAIN_SIZE=<n>``
-    NVLink/XGMI domain size in GPUs when it differs from the device's default.
+Environment: ``MOE_ORACLE_VLLM_PLUGIN=0`` disables the plug-in (also ``false``/``off``/``no``);
+``MOE_ORACLE_VLLM_DEVICE=<catalogue name>`` names the device where vLLM's platform has none (a dry
+check on a CPU machine; a real GPU always wins); ``MOE_ORACLE_DOMAIN_SIZE=<n>`` the NVLink/XGMI
+domain; ``MOE_ORACLE_VLLM_BACKEND`` the explicit backend for scripts.
 
-The translation (plain values in, decisions and mutations out) lives in :func:`snapshot_inputs`
-and :func:`resolve`, which take plain values and are tested without vLLM; only
-:func:`apply_to_vllm_config` and :func:`register` touch vLLM objects.
+The translation (plain values in, decisions and mutations out) is :func:`resolve`, tested without
+vLLM; only :func:`apply_to_vllm_config` and :func:`register` touch vLLM objects.
 """
 
 from __future__ import annotations
@@ -45,50 +43,42 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from moe_oracle.engines.vllm import flags as F
+from moe_oracle.engines.vllm.snapshot import (
+    ENV_DEVICE,
+    ENV_DOMAIN,
+    VllmSnapshot,
+    _layout,
+    _normalize_hf,
+    snapshot_from_vllm,
+    snapshot_inputs,
+)
+from moe_oracle.engines.vllm.table import decision_table
+
+__all__ = [
+    "ENV_DEVICE",
+    "ENV_DOMAIN",
+    "ENV_SWITCH",
+    "Outcome",
+    "VllmSnapshot",
+    "_normalize_hf",
+    "apply_to_vllm_config",
+    "decision_table",
+    "register",
+    "resolve",
+    "snapshot_inputs",
+    "wrap_entry",
+]
 
 LOGGER_NAME = "vllm.plugins.moe_oracle"
 logger = logging.getLogger(LOGGER_NAME)
 
 ENV_SWITCH = "MOE_ORACLE_VLLM_PLUGIN"
-ENV_DEVICE = "MOE_ORACLE_VLLM_DEVICE"
-ENV_DOMAIN = "MOE_ORACLE_DOMAIN_SIZE"
 _OFF = ("0", "false", "off", "no")
-#: Environment a decision reads, with vLLM's own defaults where vLLM has one.
-_ENV_READ = (*F.ENGINE_ENV, "MORI_SHMEM_HEAP_SIZE", "DG_USE_FP4_ACTS", "DG_USE_FP8_COMBINE")
 
 
 def enabled(env: dict[str, str] | None = None) -> bool:
     value = (env if env is not None else os.environ).get(ENV_SWITCH, "1")
     return value.strip().lower() not in _OFF
-
-
-@dataclass(frozen=True)
-class VllmSnapshot:
-    """The plain values of a ``VllmConfig`` a decision needs (no vLLM objects)."""
-
-    architecture: str
-    hf_config: dict[str, Any]
-    model: str
-    tp: int = 1
-    dp: int = 1
-    pp: int = 1
-    dp_local: int | None = None
-    nnodes: int = 1
-    enable_expert_parallel: bool = False
-    max_num_batched_tokens: int = 8192
-    max_num_seqs: int = 256
-    all2all_backend: str | None = None
-    enable_eplb: bool = False
-    moe_backend: str = "auto"
-    device: str | None = None
-    arch: str | None = None
-    platform: str = "unknown"
-    memory_gib: float | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    vllm_version: str = F.VERSION
-    hf_quant_config: dict[str, Any] | None = None
-    lora: bool = False
-    pcp: int = 1
 
 
 @dataclass
@@ -107,11 +97,21 @@ class Outcome:
     table: list[str] = field(default_factory=list)
     error: str | None = None
     fingerprint: str | None = None
+    #: the new ``additional_config`` with the plan (groups served by moe-oracle's runtime), or None
+    additional_config: dict[str, Any] | None = None
+    #: log level of the table: INFO for the process that owns the server, DEBUG for the others,
+    #: WARNING when the plug-in leaves vLLM alone because of its version
+    level: int = logging.INFO
 
     def mutations(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         if self.moe_backend is not None:
             out["kernel_config.moe_backend"] = self.moe_backend
+        if self.additional_config is not None:
+            from moe_oracle.engines.vllm.shipped import KEY, planned_groups
+
+            served = [g["name"] for g in planned_groups(self.additional_config) if g.get("layer_plan")]
+            out[f"additional_config.{KEY}.plan"] = "moe-oracle runtime for layer group(s) " + ", ".join(served)
         if self.all2all_backend is not None:
             out["parallel_config.all2all_backend"] = self.all2all_backend
         for k, v in self.env_defaults.items():
@@ -124,73 +124,6 @@ class Outcome:
 # ---------------------------------------------------------------------------------------------
 
 
-def _normalize_hf(config: dict[str, Any]) -> dict[str, Any]:
-    """Undo vLLM's in-place rewrites so the model adapters see the checkpoint's config."""
-    out = dict(config)
-    for key in ("quantization_config",):
-        qc = out.get(key)
-        if isinstance(qc, dict) and qc.get("quant_method") == "deepseek_v4_fp8":
-            out[key] = {**qc, "quant_method": "fp8"}
-    text = out.get("text_config")
-    if isinstance(text, dict):
-        out["text_config"] = _normalize_hf(text)
-    return out
-
-
-def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
-    """(ModelDescription, Deployment, SoftwareProfile) for a snapshot; BadInputError if unreadable."""
-    from moe_oracle.errors import BadInputError
-    from moe_oracle.model.adapters import describe_config
-    from moe_oracle.software.profiles import named_profile
-    from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
-    from moe_oracle.spec.device import DEVICES, Arch, DeviceSpec
-
-    description = describe_config(
-        _normalize_hf(snap.hf_config), snap.hf_quant_config, model_id=snap.model, source="vLLM hf_config"
-    )
-    if snap.arch is None:
-        raise BadInputError(f"platform {snap.platform}: no GPU architecture moe-oracle models")
-    arch = Arch(snap.arch)
-    base = DEVICES.get(snap.device or "")
-    if base is not None and base.arch is not arch:
-        base = None
-    if base is None:
-        base = DeviceSpec(
-            name=(snap.device or f"{arch.value}-gpu").lower()[:40],
-            arch=arch,
-            memory_gib=snap.memory_gib or 1.0,
-        )
-    world = snap.tp * snap.dp * snap.pp
-    if snap.dp_local:
-        gpn = snap.dp_local * snap.tp * snap.pp
-    elif snap.nnodes > 1:
-        gpn = max(1, world // snap.nnodes)
-    else:
-        gpn = world
-    nodes = max(1, -(-world // gpn))
-    domain = int(snap.env.get(ENV_DOMAIN) or base.domain_size)
-    ep = snap.tp * snap.dp if snap.enable_expert_parallel else 1
-    all2all = None if snap.all2all_backend in (None, F.DEFAULT_ALL2ALL) else snap.all2all_backend
-    deployment = Deployment(
-        device=base,
-        topology=Topology(gpus_per_node=gpn, nodes=nodes, domain_size=domain),
-        parallel=Parallelism(
-            tp=snap.tp,
-            dp=snap.dp,
-            ep=ep,
-            pp=snap.pp,
-            max_num_batched_tokens=snap.max_num_batched_tokens,
-            all2all_backend=all2all,
-            eplb=snap.enable_eplb,
-        ),
-        env={k: snap.env[k] for k in _ENV_READ if k in snap.env},
-    )
-    software = named_profile(f"vllm-{snap.vllm_version}")
-    if software is None:
-        raise BadInputError(f"moe-oracle has no software profile for vLLM {snap.vllm_version}")
-    return description, deployment, software
-
-
 def _with_vllm_defaults(env: dict[str, str]) -> dict[str, str]:
     out = dict(F.ENGINE_ENV)
     out.update({k: v for k, v in env.items() if v is not None})
@@ -201,65 +134,57 @@ def _with_vllm_defaults(env: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _layout(snap: VllmSnapshot) -> str:
-    ep = snap.tp * snap.dp if snap.enable_expert_parallel else 1
-    return f"TP{snap.tp} DP{snap.dp} EP{ep} PP{snap.pp}"
-
-
-def decision_table(decision: Any, headline: str) -> list[str]:
-    """One readable table: chosen backend per layer group, one line per rejected candidate."""
-    from moe_oracle.model.types import layer_span
-
-    lines = [headline]
-    signatures = []
-    for g in decision.groups:
-        grp = g.group
-        chosen = g.chosen.spec.key if g.chosen else "no fused backend (vLLM's --moe-backend auto path)"
-        lines.append(
-            f"  layer group {grp.name} (layers {layer_span(grp.layers)}, {grp.weight_quant.label()}, "
-            f"E{grp.num_experts} top{grp.top_k}): {chosen}"
-        )
-        signatures.append(tuple((c.spec.key, tuple((r.code, r.message) for r in c.failures)) for c in g.candidates))
-    same = all(s == signatures[0] for s in signatures)
-    for i, g in enumerate(decision.groups):
-        if same and i > 0:
-            break
-        scope = "every layer group" if same else f"layer group {g.group.name}"
-        rejected = [c for c in g.candidates if not c.eligible]
-        if rejected:
-            lines.append(f"  rejected ({scope}):")
-        for c in rejected:
-            first = c.failures[0]
-            more = list(dict.fromkeys(r.code.value for r in c.failures[1:]))
-            tail = f" (also {', '.join(more)})" if more else ""
-            lines.append(f"    {c.spec.key}: [{first.code.value}] {first.message}{tail}")
-        slower = [c for c in g.candidates if c.eligible and c is not g.chosen]
-        for c in slower:
-            lines.append(f"    {c.spec.key}: eligible, not chosen (higher expected cost)")
-    return lines
+def _level(snap: VllmSnapshot) -> int:
+    """INFO in the process that owns the server; each of several API-server processes logs at DEBUG."""
+    return logging.INFO if snap.api_process_count <= 1 else logging.DEBUG
 
 
 def resolve(snap: VllmSnapshot) -> Outcome:
     """The plug-in's decision for one config, from plain values (the unit-tested core)."""
-    from moe_oracle.cost.model import Workload
-    from moe_oracle.errors import BadInputError, OverrideRefusedError
-    from moe_oracle.plan.build import distinct_shapes, global_choice
-    from moe_oracle.plan.resources import aiter_capacities, derive_aiter_mtpr, derive_mori_heap
-    from moe_oracle.record import decision_to_json
-    from moe_oracle.rules import Engine
-    from moe_oracle.selection import Override, decide
+    from moe_oracle.engines.vllm.shipped import read_request
+    from moe_oracle.errors import BadInputError
 
     requested = (snap.moe_backend or "auto").strip().lower().replace("-", "_")
     head = f"moe-oracle: {snap.architecture} --moe-backend {requested}"
-    if requested != "auto" and requested not in F.MOE_BACKENDS:
+    if not F.supported(snap.vllm_version):
+        line = (
+            f"{head}: moe-oracle's vLLM rules cover vLLM {F.SUPPORTED}, this is vLLM {snap.vllm_version}; "
+            "the plug-in leaves vLLM alone"
+        )
+        return Outcome("skip", requested, table=[line], level=logging.WARNING)
+    try:
+        request = read_request(snap.additional_config, snap.env)
+    except BadInputError as exc:
+        return Outcome("refuse", requested, error=f"{exc.one_line()} [moe-oracle]", table=[f"{head}: refused"])
+    if request.explicit and requested in F.MOE_BACKENDS:
+        return Outcome(
+            "refuse",
+            requested,
+            error=(
+                f"--moe-backend {requested} and additional_config moe_oracle.backend={request.backend} both choose "
+                "the MoE backend. Fix: drop --moe-backend (moe-oracle's runtime serves the layers) or drop the "
+                "moe_oracle backend [moe-oracle]"
+            ),
+            table=[f"{head}: refused (two backends requested)"],
+        )
+    if requested != "auto" and requested not in F.MOE_BACKENDS and not request.explicit:
         line = f"{head}: not a fused mega-MoE backend moe-oracle judges; left to vLLM"
-        return Outcome("skip", requested, table=[line])
-    if snap.vllm_version != F.VERSION:
-        line = f"{head}: moe-oracle's vLLM rules describe {F.VERSION}, this is vLLM {snap.vllm_version}; left to vLLM"
-        return Outcome("skip", requested, table=[line])
-    snap = replace(snap, env=_with_vllm_defaults(snap.env))
+        return Outcome("skip", requested, table=[line], level=_level(snap))
+    out = _decide(replace(snap, env=_with_vllm_defaults(snap.env)), requested, request, head)
+    if out.level == logging.INFO:
+        out.level = _level(snap)
+    return out
+
+
+def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outcome:
+    from moe_oracle.conversions import ConversionOptions
+    from moe_oracle.cost.model import Workload
+    from moe_oracle.errors import BadInputError
+    from moe_oracle.rules import Engine
+    from moe_oracle.selection import decide
+
     if snap.arch is None:
-        if requested == "auto":
+        if requested == "auto" and not request.explicit:
             return Outcome(
                 "keep", requested, table=[f"{head}: platform {snap.platform} has no GPU moe-oracle models; auto kept"]
             )
@@ -267,8 +192,9 @@ def resolve(snap: VllmSnapshot) -> Outcome:
             "refuse",
             requested,
             error=(
-                f"--moe-backend {requested} cannot run on platform {snap.platform}: deep_gemm_mega_moe needs an "
-                "SM 10.x NVIDIA GPU and aiter_mega_moe an MI355X (gfx950) [moe-oracle]"
+                f"{request.backend if request.explicit else '--moe-backend ' + requested} cannot run on platform "
+                f"{snap.platform}: the fused mega-MoE kernels need an NVIDIA SM90/SM10x GPU or an MI355X. Fix: run on "
+                f"such a GPU, or name one with {ENV_DEVICE} for a dry check [moe-oracle]"
             ),
             table=[f"{head}: refused, platform {snap.platform} has no fused mega-MoE kernel"],
         )
@@ -276,8 +202,9 @@ def resolve(snap: VllmSnapshot) -> Outcome:
         description, deployment, software = snapshot_inputs(snap)
     except BadInputError as exc:
         return Outcome(
-            "keep" if requested == "auto" else "skip",
+            "keep" if requested == "auto" and not request.explicit else "refuse",
             requested,
+            error=f"moe-oracle cannot describe this config ({exc.one_line()})",
             table=[f"{head}: moe-oracle cannot describe this config ({exc.one_line()}); left to vLLM"],
         )
     blockers = []
@@ -285,163 +212,176 @@ def resolve(snap: VllmSnapshot) -> Outcome:
         blockers.append("LoRA is enabled and vLLM rejects every mega-MoE backend with LoRA")
     if snap.pcp > 1:
         blockers.append(f"prefill context parallel size {snap.pcp}: vLLM's DSv4.1 PCP path refuses mega-MoE backends")
+    source = "" if snap.device_source == "platform" else f" [device from {snap.device_source}]"
     where = (
-        f"vLLM {snap.vllm_version}; {deployment.device.name} {deployment.device.arch.value}; {_layout(snap)}; "
-        f"{snap.max_num_batched_tokens} tokens/rank, {snap.max_num_seqs} seqs; domain {deployment.topology.domain_size}"
+        f"vLLM {snap.vllm_version}; {deployment.device.name} {deployment.device.arch.value}{source}; {_layout(snap)}; "
+        f"{snap.max_num_batched_tokens} tokens/rank, {snap.max_num_seqs} seqs; "
+        f"domain {deployment.topology.domain_size}; software {software.name}"
     )
-    override = None if requested == "auto" else Override(requested)
-    # the workload the engine will run: decode steps of up to max_num_seqs tokens per DP rank and prefill
-    # chunks of max_num_batched_tokens, equally weighted
-    workload = Workload.default(deployment.parallel.tokens_per_rank, decode_tokens=snap.max_num_seqs)
-    try:
-        decision = decide(description, deployment, software, engine=Engine.VLLM, override=override, workload=workload)
-    except OverrideRefusedError as exc:
-        decision = decide(description, deployment, software, engine=Engine.VLLM, workload=workload)
-        table = decision_table(decision, f"{head}: REFUSED ({where})")
-        return Outcome(
-            "refuse",
-            requested,
-            error=f"{exc.one_line()} [moe-oracle vLLM plug-in; disable with {ENV_SWITCH}=0]",
-            table=table,
-            fingerprint=decision_to_json(decision)["fingerprint"],
-        )
-    fingerprint = decision_to_json(decision)["fingerprint"]
-    if override is not None and blockers:
-        return Outcome(
-            "refuse",
-            requested,
-            error=f"--moe-backend {requested} cannot run: {'; '.join(blockers)} [moe-oracle]",
-            table=decision_table(decision, f"{head}: REFUSED ({where})"),
-            fingerprint=fingerprint,
-        )
-    backend, _variant, why = global_choice(decision)
-    if override is None and (backend is None or blockers or backend not in F.MOE_BACKENDS):
-        reason = "; ".join(blockers) or why or f"{backend} is not a vLLM {F.VERSION} --moe-backend value"
-        table = decision_table(decision, f"{head} -> auto kept ({where})")
-        table.append(f"  kept auto: {reason}")
-        return Outcome("keep", requested, table=table, fingerprint=fingerprint)
-    chosen = backend if override is None else requested
-    out = Outcome(
-        "set" if override is None else "keep",
-        requested,
-        moe_backend=chosen if override is None else None,
-        fingerprint=fingerprint,
+    # the workload the engine runs: decode steps of up to max_num_seqs tokens per DP rank and prefill chunks of
+    # max_num_batched_tokens, equally weighted
+    ctx = dict(
+        engine=Engine.VLLM,
+        workload=Workload.default(deployment.parallel.tokens_per_rank, decode_tokens=snap.max_num_seqs),
+        conversion=ConversionOptions(enabled=request.convert, allow_lossy=request.allow_lossy),
     )
-    if chosen == "aiter_mega_moe":
-        if deployment.parallel.all2all_backend not in F.ALL2ALL_BACKENDS:
-            out.all2all_backend = "mori_high_throughput"
-            out.action = "set"
-        shapes = distinct_shapes(decision)
-        mtpr = derive_aiter_mtpr(snap.max_num_batched_tokens, "max_num_batched_tokens", engine="vllm")
-        ep = deployment.parallel.ep
-        heap = derive_mori_heap(
-            runtimes=[(s, aiter_capacities(mtpr.value, s.experts // ep, engine="vllm")) for s in shapes], ep=ep
-        )
-        from moe_oracle.spec.units import format_size
-
-        out.env_defaults["MORI_SHMEM_HEAP_SIZE"] = format_size(heap.value)
-        if out.action == "keep":
-            out.action = "set"
-    verb = "->" if override is None else "validated:"
-    out.table = decision_table(decision, f"{head} {verb} {chosen} ({where})")
-    for key, value in out.mutations().items():
-        out.table.append(f"  set {key} = {value}")
-    out.table.append(f"  decision fingerprint {fingerprint}")
+    decision = decide(description, deployment, software, **ctx)
+    if request.explicit:
+        out = _explicit_plugin(snap, request, decision, blockers, head, where)
+    elif requested == "auto":
+        out = _auto(snap, request, decision, deployment, blockers, head, where)
+    else:
+        out = _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where)
+    out.table = [*out.table, *(f"  note: {n}" for n in snap.notes)]
     return out
+
+
+def _fingerprint(decision: Any) -> str:
+    from moe_oracle.record import decision_to_json
+
+    return decision_to_json(decision)["fingerprint"]
+
+
+def _ship(snap: VllmSnapshot, routes: list[Any], fingerprint: str) -> dict[str, Any]:
+    from moe_oracle.engines.vllm.shipped import ship
+
+    return ship(snap.additional_config, [r.to_json() for r in routes], fingerprint)
+
+
+def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
+    """``additional_config moe_oracle.backend = B:V``: every layer group through moe-oracle's runtime, or refused."""
+    from moe_oracle.engines.vllm.routes import GroupRoute, layer_plan, plugin_reasons, refusal_lines
+
+    backend, _, variant = request.backend.partition(":")
+
+    def matches(c: Any) -> bool:
+        return c.spec.variant == variant and backend in ("*", c.spec.backend)
+
+    fingerprint = _fingerprint(decision)
+    label = f"moe_oracle.backend={'emulation:' if request.emulate else ''}{request.backend}"
+    known = [c for gd in decision.groups for c in gd.candidates if matches(c)]
+    if not known:
+        return Outcome(
+            "refuse",
+            "auto",
+            error=f"{label} names no registered variant. Fix: use one of "
+            + ", ".join(c.spec.key for c in decision.main.candidates)
+            + " [moe-oracle]",
+            table=[f"{head}: REFUSED, {label} unknown"],
+        )
+    routes, lines = [], []
+    for gd in decision.groups:
+        pool = [c for c in (*gd.candidates, *gd.conversions) if matches(c) and c.eligible]
+        ok = next((c for c in pool if not plugin_reasons(decision, gd, c)), None)
+        if ok is None:
+            lines += refusal_lines(replace(decision, groups=(gd,)), matches)
+            continue
+        plan = layer_plan(decision, gd, ok, emulate=request.emulate, allow_lossy=request.allow_lossy)
+        routes.append(GroupRoute(gd.group.name, gd.group.layers, "moe-oracle", ok.key, plan, "explicit request"))
+    lines += [f"{b}" for b in blockers]
+    if lines:
+        table = [f"{head}, {label}: REFUSED ({where})", *(f"  {line}" for line in lines)]
+        error = f"{label} cannot run on this deployment: " + " | ".join(lines) + f" [moe-oracle; {ENV_SWITCH}=0 off]"
+        return Outcome("refuse", "auto", error=error, table=table, fingerprint=fingerprint)
+    from moe_oracle.engines.vllm.table import decision_table
+
+    out = Outcome("set", "auto", fingerprint=fingerprint, additional_config=_ship(snap, routes, fingerprint))
+    out.table = decision_table(decision, f"{head}, {label} validated ({where})", routes)
+    out.table += [f"  set {k} = {v}" for k, v in out.mutations().items()] + [f"  decision fingerprint {fingerprint}"]
+    return out
+
+
+def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome:
+    from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
+    from moe_oracle.engines.vllm.routes import group_routes
+    from moe_oracle.engines.vllm.table import decision_table
+    from moe_oracle.plan.build import global_choice
+
+    fingerprint = _fingerprint(decision)
+    routes = group_routes(decision)
+    backend, _variant, why = global_choice(decision)
+    native = backend in F.MOE_BACKENDS and all(r.route == ENGINE_ROUTE for r in routes)
+    if native and not blockers:
+        out = Outcome("set", "auto", moe_backend=backend, fingerprint=fingerprint)
+        _native_extras(out, backend, snap, decision, deployment)
+        out.table = decision_table(decision, f"{head} -> {backend} ({where})", routes)
+    else:
+        plugin = [r for r in routes if r.route == MOE_ORACLE_ROUTE]
+        if request.backend == "vllm" or blockers or not plugin:
+            reason = "; ".join(blockers) or (
+                "additional_config moe_oracle.backend=vllm" if request.backend == "vllm" else why
+            )
+            table = decision_table(decision, f"{head} -> auto kept ({where})", routes)
+            table.append(f"  kept auto: {reason or 'no layer group has an eligible fused backend'}")
+            return Outcome("keep", "auto", table=table, fingerprint=fingerprint)
+        served = [r if r.route == MOE_ORACLE_ROUTE else replace(r, route=None, plan=None) for r in routes]
+        out = Outcome("set", "auto", fingerprint=fingerprint, additional_config=_ship(snap, served, fingerprint))
+        out.table = decision_table(decision, f"{head} -> moe-oracle runtime ({where})", served)
+        for r in served:
+            if r.route is None:
+                out.table.append(f"  layer group {r.name}: vLLM's own MoE ({r.why})")
+    out.table += [f"  set {k} = {v}" for k, v in out.mutations().items()] + [f"  decision fingerprint {fingerprint}"]
+    return out
+
+
+def _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where):
+    """An explicit ``--moe-backend deep_gemm_mega_moe`` / ``aiter_mega_moe``: vLLM's own path must run it."""
+    from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
+    from moe_oracle.engines.vllm.routes import candidate_route, refusal_lines
+    from moe_oracle.engines.vllm.table import decision_table
+    from moe_oracle.errors import OverrideRefusedError
+    from moe_oracle.selection import Override, decide
+
+    fingerprint = _fingerprint(decision)
+    try:
+        chosen = decide(description, deployment, software, override=Override(requested), **ctx)
+    except OverrideRefusedError:
+        chosen = None
+    routes = [candidate_route(chosen, gd, gd.chosen) for gd in chosen.groups if gd.chosen is not None] if chosen else []
+    if chosen is None or blockers or any(r != ENGINE_ROUTE for r in routes):
+        lines = refusal_lines(decision, lambda c: c.spec.backend == requested, ENGINE_ROUTE) + blockers
+        if chosen is not None and any(r == MOE_ORACLE_ROUTE for r in routes):
+            keys = sorted({gd.chosen.spec.key for gd in chosen.groups if gd.chosen is not None})
+            hint = (
+                f"vLLM's own {requested} path cannot run this deployment, moe-oracle's runtime can: drop "
+                f'--moe-backend and pass --additional-config \'{{"moe_oracle": {{"backend": "{keys[0]}"}}}}\''
+            )
+            lines = [hint] if not lines else [*lines, hint]
+        table = decision_table(decision, f"{head}: REFUSED ({where})")
+        error = f"--moe-backend {requested} cannot run on this deployment: " + " | ".join(lines)
+        return Outcome(
+            "refuse", requested, error=f"{error} [moe-oracle; {ENV_SWITCH}=0 off]", table=table, fingerprint=fingerprint
+        )
+    out = Outcome("keep", requested, fingerprint=fingerprint)
+    _native_extras(out, requested, snap, chosen, deployment)
+    out.table = decision_table(chosen, f"{head} validated: {requested} ({where})")
+    out.table += [f"  set {k} = {v}" for k, v in out.mutations().items()] + [f"  decision fingerprint {fingerprint}"]
+    return out
+
+
+def _native_extras(out: Outcome, backend: str, snap: VllmSnapshot, decision: Any, deployment: Any) -> None:
+    """AITER on vLLM: MoRI all2all and the symmetric-heap default the kernel needs."""
+    if backend != "aiter_mega_moe":
+        return
+    from moe_oracle.plan.build import distinct_shapes
+    from moe_oracle.plan.resources import aiter_capacities, derive_aiter_mtpr, derive_mori_heap
+    from moe_oracle.spec.units import format_size
+
+    if deployment.parallel.all2all_backend not in F.ALL2ALL_BACKENDS:
+        out.all2all_backend = "mori_high_throughput"
+    shapes = distinct_shapes(decision)
+    mtpr = derive_aiter_mtpr(snap.max_num_batched_tokens, "max_num_batched_tokens", engine="vllm")
+    ep = deployment.parallel.ep
+    heap = derive_mori_heap(
+        runtimes=[(s, aiter_capacities(mtpr.value, s.experts // ep, engine="vllm")) for s in shapes], ep=ep
+    )
+    out.env_defaults["MORI_SHMEM_HEAP_SIZE"] = format_size(heap.value)
+    out.action = "set"
 
 
 # ---------------------------------------------------------------------------------------------
 # The thin layer that touches vLLM
 # ---------------------------------------------------------------------------------------------
-
-
-def _platform(env: dict[str, str]) -> tuple[str | None, str | None, str, float | None]:
-    """(catalogue device name, arch, platform label, memory GiB) of this process's platform."""
-    from moe_oracle.spec.device import DEVICES, Arch
-
-    override = env.get(ENV_DEVICE)
-    if override:
-        spec = DEVICES.get(override.strip().lower())
-        if spec is None:
-            raise ValueError(f"{ENV_DEVICE}={override!r} is not a known device (use one of: {', '.join(DEVICES)})")
-        return spec.name, spec.arch.value, f"{spec.name} ({ENV_DEVICE})", spec.memory_gib
-    from vllm.platforms import current_platform
-
-    label = type(current_platform).__name__
-    arch: Arch | None = None
-    name = ""
-    memory = None
-    try:
-        if current_platform.is_cuda():
-            cap = current_platform.get_device_capability()
-            arch = Arch.from_capability(cap.major, cap.minor) if cap is not None else None
-            name = current_platform.get_device_name()
-        elif current_platform.is_rocm():
-            from vllm.platforms import rocm
-
-            arch = Arch.from_gcn_arch(getattr(rocm, "_GCN_ARCH", ""))
-            name = current_platform.get_device_name()
-        if arch is not None:
-            memory = current_platform.get_device_total_memory() / (1 << 30)
-    except Exception as exc:  # never take vLLM down while probing
-        logger.warning("moe-oracle: could not identify the GPU (%s); treating the platform as unknown", exc)
-        arch = None
-    key = None
-    low = name.lower().replace(" ", "")
-    for cand in sorted(DEVICES, key=len, reverse=True):
-        if cand.replace("-", "") in low:
-            key = cand
-            break
-    return key or (name or None), None if arch is None else arch.value, f"{label} {name}".strip(), memory
-
-
-def _hf_quant_config(model: str) -> dict[str, Any] | None:
-    import json
-    from pathlib import Path
-
-    path = Path(model) / "hf_quant_config.json"
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return None
-        return data if isinstance(data, dict) else None
-    return None
-
-
-def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
-    """Read the plain values out of a real ``VllmConfig``."""
-    import vllm
-
-    mc, pc = vllm_config.model_config, vllm_config.parallel_config
-    env = {k: os.environ[k] for k in (*_ENV_READ, ENV_DOMAIN) if k in os.environ}
-    device, arch, platform, memory = _platform(dict(os.environ))
-    hf = mc.hf_config.to_dict() if hasattr(mc.hf_config, "to_dict") else dict(vars(mc.hf_config))
-    return VllmSnapshot(
-        architecture=architecture,
-        hf_config=hf,
-        model=str(mc.model),
-        tp=pc.tensor_parallel_size,
-        dp=pc.data_parallel_size,
-        pp=pc.pipeline_parallel_size,
-        dp_local=getattr(pc, "data_parallel_size_local", None),
-        nnodes=getattr(pc, "nnodes", 1) or 1,
-        enable_expert_parallel=bool(pc.enable_expert_parallel),
-        max_num_batched_tokens=int(vllm_config.scheduler_config.max_num_batched_tokens),
-        max_num_seqs=int(getattr(vllm_config.scheduler_config, "max_num_seqs", 256) or 256),
-        all2all_backend=pc.all2all_backend,
-        enable_eplb=bool(getattr(pc, "enable_eplb", False)),
-        moe_backend=str(vllm_config.kernel_config.moe_backend),
-        device=device,
-        arch=arch,
-        platform=platform,
-        memory_gib=memory,
-        env=env,
-        vllm_version=vllm.__version__,
-        hf_quant_config=_hf_quant_config(str(mc.model)),
-        lora=vllm_config.lora_config is not None,
-        pcp=int(getattr(pc, "prefill_context_parallel_size", 1) or 1),
-    )
 
 
 def _allowed(name: str, value: str) -> bool:
@@ -457,11 +397,24 @@ def _allowed(name: str, value: str) -> bool:
     return value in typing.get_args(All2AllBackend)
 
 
-def apply_to_vllm_config(vllm_config: Any, architecture: str) -> Outcome:
-    """Decide for a real ``VllmConfig``, log the table, then mutate it or raise ``ValueError``."""
-    outcome = resolve(snapshot_from_vllm(vllm_config, architecture))
+def apply_to_vllm_config(vllm_config: Any, architecture: str) -> Outcome | None:
+    """Decide for a real ``VllmConfig``, log the table, then mutate it or raise ``ValueError``.
+
+    A config the plug-in cannot read (another vLLM's attributes) is reported at WARNING and left
+    alone: no attribute read aborts vLLM's start.
+    """
+    from moe_oracle.engines.vllm.snapshot import SnapshotError
+
+    try:
+        snap = snapshot_from_vllm(vllm_config, architecture)
+    except (SnapshotError, AttributeError, TypeError, ValueError) as exc:
+        if isinstance(exc, ValueError) and ENV_DEVICE in str(exc):
+            raise ValueError(f"{exc} [moe-oracle]") from None
+        logger.warning("moe-oracle: cannot read this vLLM config (%s); the plug-in leaves vLLM alone", exc)
+        return None
+    outcome = resolve(snap)
     for line in outcome.table:
-        logger.info("%s", line)
+        logger.log(logging.ERROR if outcome.action == "refuse" else outcome.level, "%s", line)
     if outcome.action == "refuse":
         raise ValueError(outcome.error)
     if outcome.action != "set":
@@ -475,6 +428,8 @@ def apply_to_vllm_config(vllm_config: Any, architecture: str) -> Outcome:
         vllm_config.parallel_config.all2all_backend = outcome.all2all_backend
     for key, value in outcome.env_defaults.items():
         os.environ.setdefault(key, value)
+    if outcome.additional_config is not None:
+        vllm_config.additional_config = outcome.additional_config
     return outcome
 
 
@@ -498,14 +453,36 @@ def wrap_entry(base: type, architecture: str) -> type:
 
 
 def register() -> None:
-    """``vllm.general_plugins`` entry point: wrap the DSv4 and GLM ``MODELS_CONFIG_MAP`` entries."""
+    """``vllm.general_plugins`` entry point: the out-of-tree RoutedExperts and the config hooks."""
     if not enabled():
-        logger.info("moe-oracle: vLLM plug-in disabled (%s=%s)", ENV_SWITCH, os.environ.get(ENV_SWITCH))
+        logger.warning(
+            "moe-oracle: vLLM plug-in disabled (%s=%s): vLLM's own backends only",
+            ENV_SWITCH,
+            os.environ.get(ENV_SWITCH),
+        )
+        return
+    try:
+        import vllm
+
+        version = str(vllm.__version__)
+    except Exception as exc:  # a broken plug-in must not stop vLLM
+        logger.warning("moe-oracle: vLLM plug-in not active (cannot import vllm: %s)", exc)
+        return
+    if not F.supported(version):
+        logger.warning(
+            "moe-oracle: vLLM plug-in not active: it covers vLLM %s, this is vLLM %s; vLLM runs unchanged",
+            F.SUPPORTED,
+            version,
+        )
         return
     try:
         from vllm.model_executor.models import config as cfgmod
+
+        from moe_oracle.engines.vllm.layer import register_layer
+
+        register_layer()
     except Exception as exc:  # a broken plug-in must not stop vLLM
-        logger.warning("moe-oracle: vLLM plug-in not active (cannot import MODELS_CONFIG_MAP: %s)", exc)
+        logger.warning("moe-oracle: vLLM plug-in not active (%s: %s)", type(exc).__name__, exc)
         return
     table = cfgmod.MODELS_CONFIG_MAP
     for arch in F.HOOKED_ARCHITECTURES:
