@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.errors import ExitCode, OracleError
-from moe_oracle.plan.resources import Derived
+from moe_oracle.plan.derived import Derived
 from moe_oracle.spec.deployment import Deployment
 
 PLAN_SCHEMA = 1

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from moe_oracle.plan.derived import Derived
 from moe_oracle.plan.model import LaunchPlan
-from moe_oracle.plan.resources import Derived
 
 
 def _engine_name(plan: LaunchPlan) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from moe_oracle.rules.check import Check, Reason
 from moe_oracle.rules.conversion import Conversion
@@ -20,7 +22,9 @@ class VariantSpec:
     implementation, imported only when a layer is built. ``priority`` breaks cost ties
     (lower first). ``recipe`` says where the kernel quantizes (the emulation twin follows it).
     ``conversions`` lists checkpoint formats the variant can also serve after converting the
-    experts at load.
+    experts at load. ``sizing`` maps formula names to the backend's functions that compute the
+    derived resources launch plans print (symmetric buffers, heaps), looked up by
+    :func:`moe_oracle.plan.resources.formula`; pure arithmetic, no torch.
     """
 
     backend: str
@@ -36,6 +40,7 @@ class VariantSpec:
     runtime: str | None = None
     priority: int = 100
     conversions: tuple[Conversion, ...] = ()
+    sizing: Mapping[str, Callable[..., Any]] | None = field(default=None, hash=False, compare=False)
 
     @property
     def key(self) -> str:

@@ -9,46 +9,50 @@ layout/mega_moe.cuh), vLLM 0.33 / SGLang 0.5.23 sources, and the InferenceX meas
 from __future__ import annotations
 
 import pytest
+from moe_oracle_backends import _deep_gemm_buffer as B
+from moe_oracle_backends import _deep_gemm_layout as L
+from moe_oracle_backends.rocm_mi355 import heap as H
 
-from moe_oracle.plan import resources as R
+from moe_oracle.engines.sglang.budget import derive_sglang_token_cap as cap_of
+from moe_oracle.plan.derived import Shape
 
 GiB = 1 << 30
 
 
 def test_lineage_constants() -> None:
-    assert R.PR323.lcm_block_m == 384  # kLCMCandidateBlockM (8ddf7f96)
-    assert R.PR323.max_block_m == 192
-    assert R.VLLM_281.lcm_block_m == 1920  # lcm(..., 192, 240) in the vLLM 0.33 wheel's header
-    assert R.VLLM_281.max_block_m == 240
+    assert L.PR323.lcm_block_m == 384  # kLCMCandidateBlockM (8ddf7f96)
+    assert L.PR323.max_block_m == 192
+    assert L.VLLM_281.lcm_block_m == 1920  # lcm(..., 192, 240) in the vLLM 0.33 wheel's header
+    assert L.VLLM_281.max_block_m == 240
 
 
 def test_pool_and_ring_small_case() -> None:
     # ranks 2, E 4 (2 per rank), T 384, top-2:
     # pool = align(2*384*min(2,2) + 2*(192-1), 384) = align(1536 + 382, 384) = 1920
-    assert R.pool_tokens(R.PR323, 2, 384, 2, 2) == 1920
+    assert L.pool_tokens(L.PR323, 2, 384, 2, 2) == 1920
     # ring limits: lo = T*ranks = 768; hi = min(768*2, align(768*2 + 2*383, 384)) = min(1536, 2304) = 1536
-    assert R.ring_limits(R.PR323, 384, 2, 2, 2) == (768, 1536)
+    assert L.ring_limits(L.PR323, 384, 2, 2, 2) == (768, 1536)
     # T < 6144: decode budget ring_limit(4224, 6, 6, 72).max = min(4224*72*6, align(1824768 + 2298, 384))
     #   = min(1824768, 1827072) = 1824768, clamped to [768, 1536] -> 1536
-    ring, rule = R.ring_tokens(R.PR323, 2, 4, 384, 2)
+    ring, rule = L.ring_tokens(L.PR323, 2, 4, 384, 2)
     assert ring == 1536 and "clamped" in rule
 
 
 def test_ring_prefill_is_full_pool() -> None:
     # DSv4-Flash EP8, T = align(8192, 384) = 8448, top-6, 32 experts per rank:
     # ring = align(8*8448*6 + 32*191, 384) = align(405504 + 6112, 384) = 411648 (= the full pool)
-    ring, rule = R.ring_tokens(R.PR323, 8, 256, 8448, 6)
-    assert ring == 411648 == R.pool_tokens(R.PR323, 8, 8448, 6, 32)
+    ring, rule = L.ring_tokens(L.PR323, 8, 256, 8448, 6)
+    assert ring == 411648 == L.pool_tokens(L.PR323, 8, 8448, 6, 32)
     assert rule.startswith("tokens >= 6144")
 
 
 def test_sm100_buffer_bytes_pr323_small_case() -> None:
-    terms = dict(R.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536))
+    terms = dict(L.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536))
     # workspace = 32 + 4*16 + 2*8 + 4*(1536/8)*4 + 2*2*(2*384)*4 + 1920*12
     #           = 32 + 64 + 16 + 3072 + 12288 + 23040 = 38512 (already 16-aligned)
     assert terms["workspace"] == 38512
     # sf ring = max_bm (1536 // bm) * align(bm, 128) = 192 * 128 = 24576 (bm = 8)
-    assert R.sf_ring_tokens(R.PR323, 1536) == 24576
+    assert L.sf_ring_tokens(L.PR323, 1536) == 24576
     expected = {
         "x": 384 * 256,  # 98304 (fp8)
         "x_sf": 384 * 8,  # H/32 UE8M0 bytes
@@ -68,16 +72,16 @@ def test_sm100_buffer_bytes_pr323_small_case() -> None:
 
 
 def test_sm100_buffer_env_switches() -> None:
-    base = dict(R.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536))
-    fp4 = dict(R.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536, fp4_acts=True))
+    base = dict(L.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536))
+    fp4 = dict(L.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536, fp4_acts=True))
     assert fp4["x"] == base["x"] // 2 and fp4["l1_acts (ring)"] == base["l1_acts (ring)"] // 2
-    comb = dict(R.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536, fp8_combine=True))
+    comb = dict(L.sm100_buffer_terms_pr323(2, 4, 384, 2, 256, 128, 1536, fp8_combine=True))
     assert comb["combine"] == base["combine"] // 2
     assert comb["combine_sf"] == 2 * 384 * (256 // 128)
 
 
 def test_sm90_buffer_bytes_pr323_small_case() -> None:
-    terms = dict(R.sm90_buffer_terms_pr323(2, 4, 384, 2, 256, 128))
+    terms = dict(L.sm90_buffer_terms_pr323(2, 4, 384, 2, 256, 128))
     # SM90Workspace: pool 1920, pool_blocks 240:
     # 32 + 64 + 16 + align(240,2)*4 + 240*8 + 2*2*768*4 + 1920*12 = 32+64+16+960+1920+12288+23040 = 38320
     assert terms["workspace"] == 38320
@@ -95,15 +99,15 @@ def test_mega_moe_signals_size_by_hand() -> None:
     # + 2048*8 send + 2048*8 recv + 512*8 recv_sum = 1408 + 36864 = 38272
     # + 4 MiB l1_full + 4 MiB l1_empty + 8 MiB l2_full_mask + 4 MiB l2_empty = 38272 + 20971520 = 21009792
     # + 32768*4 shared_l2_full_count = 21140864 (a multiple of 128)
-    assert R.mega_moe_signals_bytes_v281() == 21_140_864
+    assert L.mega_moe_signals_bytes_v281() == 21_140_864
 
 
 def test_v281_buffer_small_case_with_shared_expert() -> None:
     # ranks 2, E 4, T 1920 (aligned to 1920), top-2, H 256, I 128, one fused shared expert.
     # ring: decode budget clamped to hi = min(3840*2, align(3840*2 + 2*1919, 1920)) = min(7680, 13440) = 7680
-    ring, _ = R.ring_tokens(R.VLLM_281, 2, 4, 1920, 2)
+    ring, _ = L.ring_tokens(L.VLLM_281, 2, 4, 1920, 2)
     assert ring == 7680
-    terms = dict(R.sm100_buffer_terms_v281(2, 4, 1920, 2, 256, 128, ring, num_shared_experts=1))
+    terms = dict(L.sm100_buffer_terms_v281(2, 4, 1920, 2, 256, 128, ring, num_shared_experts=1))
     # pool = align(2*1920*2 + 2*239, 1920) = align(8158, 1920) = 9600
     # workspace = align(21140864 + 4*1920*4 + 9600*12, 16) = 21140864 + 30720 + 115200 = 21286784
     assert terms["workspace (signals + source indices + combine metadata)"] == 21_286_784
@@ -118,10 +122,10 @@ def test_v281_buffer_small_case_with_shared_expert() -> None:
 
 
 def test_deepgemm_derivation_dsv4_flash_vllm() -> None:
-    shape = R.Shape(256, 6, 4096, 2048, 1, ("moe",))
+    shape = Shape(256, 6, 4096, 2048, 1, ("moe",))
     out = {
         d.key: d
-        for d in R.derive_deepgemm(
+        for d in B.derive_deepgemm(
             flavour="vllm-sm100", shape=shape, ranks=8, tokens_per_rank=8192, tokens_origin="test", fuse_shared=True
         )
     }
@@ -136,57 +140,55 @@ def test_deepgemm_derivation_dsv4_flash_vllm() -> None:
 
 def test_deepgemm_rejects_uneven_experts() -> None:
     with pytest.raises(ValueError):
-        R.sm90_buffer_terms_pr323(3, 256, 384, 6, 4096, 2048)
+        L.sm90_buffer_terms_pr323(3, 256, 384, 6, 4096, 2048)
 
 
 @pytest.mark.parametrize(("tokens", "mtpr"), [(8192, 8192), (6000, 8192), (16384, 16384), (16385, 32768), (1, 1)])
 def test_aiter_max_tok_per_rank_is_next_power_of_two(tokens: int, mtpr: int) -> None:
-    d = R.derive_aiter_mtpr(tokens, "test", engine="vllm")
+    d = H.derive_aiter_mtpr(tokens, "test", engine="vllm")
     assert d.value == mtpr
     assert f"next_power_of_2({tokens})" in d.formula
 
 
 def test_aiter_capacities() -> None:
     # vLLM builds prev_power_of_2(FIXED_SLOT_MAX_MTPR=255) = 128 below the main capacity (<= 64 experts/rank)
-    assert R.aiter_capacities(8192, 32, engine="vllm") == [128, 8192]
-    assert R.aiter_capacities(8192, 96, engine="vllm") == [8192]
-    assert R.aiter_capacities(128, 32, engine="vllm") == [128]
-    assert R.aiter_capacities(8192, 32, engine="sglang") == [8192]
+    assert H.aiter_capacities(8192, 32, engine="vllm") == [128, 8192]
+    assert H.aiter_capacities(8192, 96, engine="vllm") == [8192]
+    assert H.aiter_capacities(128, 32, engine="vllm") == [128]
+    assert H.aiter_capacities(8192, 32, engine="sglang") == [8192]
 
 
 def test_mori_heap_reproduces_inferencex_reference() -> None:
     # The reference itself: 7.73 GiB at EP8 / 16384 tokens, x1.25 = 9.66 GiB -> 10 GiB (the script's value)
-    shape = R.Shape(256, 6, 4096, 2048)
-    d = R.derive_mori_heap(runtimes=[(shape, [16384])], ep=8)
+    shape = Shape(256, 6, 4096, 2048)
+    d = H.derive_mori_heap(runtimes=[(shape, [16384])], ep=8)
     assert d.value == 10 * GiB
     assert d.env == "MORI_SHMEM_HEAP_SIZE" and "estimate" in (d.assumption or "")
 
 
 def test_mori_heap_floor_and_scaling() -> None:
-    shape = R.Shape(256, 6, 4096, 2048)
+    shape = Shape(256, 6, 4096, 2048)
     # 8192 tokens: 7.73/2 * 1.25 = 4.83 GiB -> below vLLM's 8 GiB default -> 8 GiB
-    assert R.derive_mori_heap(runtimes=[(shape, [8192])], ep=8).value == 8 * GiB
+    assert H.derive_mori_heap(runtimes=[(shape, [8192])], ep=8).value == 8 * GiB
     # DSv4-Pro width (H 7168) at 16384: 7.73 * 7168/4096 * 1.25 = 16.9 GiB -> 17 GiB
-    pro = R.Shape(384, 6, 7168, 3072)
-    assert R.derive_mori_heap(runtimes=[(pro, [16384])], ep=8).value == 17 * GiB
+    pro = Shape(384, 6, 7168, 3072)
+    assert H.derive_mori_heap(runtimes=[(pro, [16384])], ep=8).value == 17 * GiB
     # two runtimes add up: 16384 + 128 tokens: 7.73*(1 + 1/128)*1.25 = 9.74 GiB -> 10 GiB
-    assert R.derive_mori_heap(runtimes=[(shape, [128, 16384])], ep=8).value == 10 * GiB
+    assert H.derive_mori_heap(runtimes=[(shape, [128, 16384])], ep=8).value == 10 * GiB
 
 
 def test_sglang_token_cap() -> None:
     # attention DP 8: 65536 // 8 = 8192, alignment tp/dp = 1 -> 8192 -> DeepGEMM alignment 384 -> 8448
-    d = R.derive_sglang_token_cap(chunked_prefill_size=65536, tp_size=8, attn_dp_size=8, alignment=384)
+    d = cap_of(chunked_prefill_size=65536, tp_size=8, attn_dp_size=8, alignment=384)
     assert d.value == 8448 and d.env == "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK"
     # pure TP 8: the whole chunk on every rank, aligned to tp: ceil_align(8000, 8) = 8000
-    assert R.derive_sglang_token_cap(chunked_prefill_size=8000, tp_size=8, attn_dp_size=1, alignment=None).value == 8000
+    assert cap_of(chunked_prefill_size=8000, tp_size=8, attn_dp_size=1, alignment=None).value == 8000
     # odd split: 10000 // 4 = 2500, alignment 8 // 4 = 2 -> 2500
-    assert (
-        R.derive_sglang_token_cap(chunked_prefill_size=10000, tp_size=8, attn_dp_size=4, alignment=None).value == 2500
-    )
+    assert cap_of(chunked_prefill_size=10000, tp_size=8, attn_dp_size=4, alignment=None).value == 2500
 
 
 def test_derived_json_shape() -> None:
-    d = R.derive_aiter_mtpr(8192, "flag", engine="sglang")
+    d = H.derive_aiter_mtpr(8192, "flag", engine="sglang")
     doc = d.to_json()
     assert doc["value"] == 8192 and doc["env"] == "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR"
     assert set(doc) >= {"key", "label", "value", "unit", "display", "formula", "inputs", "source"}

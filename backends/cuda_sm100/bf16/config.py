@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
@@ -43,6 +44,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=("kernels.md §1", "vllm-0.33.md §5.2"),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.bf16.backend:Sm100Bf16MegaMoE",
     priority=40,
 )

@@ -8,6 +8,7 @@ UE8M0 per-32 scales, MXFP8 activations (UE8M0 per 32, packed four per int32). Th
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
@@ -53,6 +54,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=("kernels.md §1 (PR #316: EP8 V4-Flash 56.5 us at bs1)", "vllm-0.33.md §2"),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp4.backend:Sm100Fp8Fp4MegaMoE",
     priority=10,
 )

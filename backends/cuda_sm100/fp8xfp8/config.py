@@ -9,6 +9,7 @@ re-lay to 1x32 groups exactly (each block scale repeats over its groups, as vLLM
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
@@ -59,6 +60,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=("vllm-0.33.md §2.1",),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp8.backend:Sm100Fp8Fp8MegaMoE",
     priority=20,
 )

@@ -8,6 +8,7 @@ per-token FP32 scales.
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
@@ -53,6 +54,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=("vllm-0.33.md §2.1, §2.8",),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.nvfp4.backend:Sm100Nvfp4MegaMoE",
     priority=30,
 )

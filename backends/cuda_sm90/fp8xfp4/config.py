@@ -8,6 +8,7 @@ DeepGEMM PR #323 / #411 builds and personal forks; in no release (kernels.md §0
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import ReasonCode, VariantSpec
@@ -84,6 +85,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp4.backend:Sm90Fp8Fp4MegaMoE",
     priority=20,
 )

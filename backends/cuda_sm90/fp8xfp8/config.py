@@ -8,6 +8,7 @@ and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that h200.m
 from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm_buffer import SIZING
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
@@ -96,6 +97,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
+    sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     priority=10,
     conversions=CONVERSIONS,

@@ -7,6 +7,7 @@ world size 16 on gfx950 (two MI355X nodes); MXFP4 weights and activations.
 from __future__ import annotations
 
 from moe_oracle_backends.rocm_mi355._common import BACKEND, common_checks
+from moe_oracle_backends.rocm_mi355.heap import SIZING
 
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
@@ -42,6 +43,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=(_NEWER,),
+    sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a4w4.backend:AiterA4W4MegaMoE",
     priority=20,
 )

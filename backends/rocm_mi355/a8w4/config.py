@@ -7,6 +7,7 @@ kernel, intranode dispatch/combine over XGMI (1 <= world_size <= 8), one node.
 from __future__ import annotations
 
 from moe_oracle_backends.rocm_mi355._common import AITER_SRC, BACKEND, common_checks
+from moe_oracle_backends.rocm_mi355.heap import SIZING
 
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
@@ -30,6 +31,7 @@ VARIANT = VariantSpec(
         ),
     ),
     sources=(AITER_SRC, "vllm-0.33.md §3"),
+    sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",
     priority=10,
 )

@@ -15,18 +15,18 @@ budget*dp`` (SGLang's chunk is split over attention-DP ranks), and
 from __future__ import annotations
 
 from moe_oracle.engines.sglang import flags as F
+from moe_oracle.engines.sglang.budget import derive_sglang_token_cap
 from moe_oracle.errors import BadInputError
 from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.plan.model import Command, Layout
 from moe_oracle.plan.resources import (
-    PR323,
     Derived,
     aiter_capacities,
     choose_mori_heap,
     derive_aiter_mtpr,
     derive_deepgemm,
     derive_mori_heap,
-    derive_sglang_token_cap,
+    formula,
 )
 from moe_oracle.spec.deployment import Deployment
 
@@ -71,8 +71,9 @@ def build(ctx: PlanContext) -> EngineParts:
         argv += ["--moe-a2a-backend", "megamoe"]
     if ctx.backend == "deep_gemm_mega_moe":
         sm90 = dep.device.arch.value == "sm90"
+        alignment = formula("deepgemm_token_alignment")("sm90" if sm90 else "sm100")
         cap = derive_sglang_token_cap(
-            chunked_prefill_size=chunk, tp_size=tp_size, attn_dp_size=par.dp, alignment=PR323.lcm_block_m
+            chunked_prefill_size=chunk, tp_size=tp_size, attn_dp_size=par.dp, alignment=alignment
         )
         derived.append(cap)
         env[cap.env or ""] = str(cap.value)
