@@ -23,6 +23,8 @@ from moe_oracle_backends._deep_gemm_layout import (
     sm100_buffer_terms_v281,
     sum_terms,
 )
+from moe_oracle_backends._sgl_deep_gemm_buffer import derive_sglang_deepgemm
+from moe_oracle_backends._sgl_deep_gemm_layout import SGL_0232
 
 from moe_oracle.plan.derived import Derived, Shape, align
 
@@ -181,8 +183,14 @@ def derive_deepgemm(
 
 def token_alignment(flavour: str) -> int:
     """``get_token_alignment_for_mega_moe`` of the build ``flavour`` names (as :func:`derive_deepgemm`)."""
+    if flavour.startswith("sgl"):
+        return SGL_0232.lcm_block_m
     return (VLLM_281 if flavour == "vllm-sm100" else PR323).lcm_block_m
 
 
 #: The formulas the plans look up by name (``VariantSpec.sizing`` of every DeepGEMM variant).
-SIZING = {"derive_deepgemm": derive_deepgemm, "deepgemm_token_alignment": token_alignment}
+SIZING = {
+    "derive_deepgemm": derive_deepgemm,
+    "deepgemm_token_alignment": token_alignment,
+    "derive_sglang_deepgemm": derive_sglang_deepgemm,
+}

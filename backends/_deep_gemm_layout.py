@@ -171,12 +171,15 @@ def sm100_buffer_terms_pr323(
 
 
 def sm90_buffer_terms_pr323(
-    ranks: int, experts: int, tokens: int, topk: int, hidden: int, inter: int
+    ranks: int, experts: int, tokens: int, topk: int, hidden: int, inter: int, *, lineage: DeepGemmLineage = PR323
 ) -> list[tuple[str, int]]:
-    """Byte terms of ``get_symm_buffer_size_for_sm90_mega_moe`` (SM90Workspace, full pool, 8ddf7f96)."""
+    """Byte terms of ``get_symm_buffer_size_for_sm90_mega_moe`` (SM90Workspace, full pool, 8ddf7f96).
+
+    ``lineage`` gives the BLOCK_M constants (sgl-deep-gemm 0.2.3.post2 keeps this layout with
+    240 added to the candidates)."""
     if experts % ranks:
         raise ValueError(f"num_experts={experts} % num_ranks={ranks} != 0")
-    lin = PR323
+    lin = lineage
     epr = experts // ranks
     pool = pool_tokens(lin, ranks, tokens, topk, epr)
     pool_blocks = pool // lin.min_block_m

@@ -8,7 +8,10 @@ the variant is judged on the converted group with the same rules as any candidat
 - memory: the model's routed experts per rank, converted, must stay within
   ``EXPERT_MEMORY_FRACTION`` of the device memory (the rest is for the other weights, activations
   and the KV cache), else ``MEMORY_EXCEEDED``;
-- engine: only moe-oracle's own runtime converts at load; an engine loads checkpoints as stored.
+- engine: moe-oracle's own runtime converts at load (``--engine none``); an engine converts only where
+  its profile declares its own :class:`~moe_oracle.engines.gates.EngineConversion` for the same
+  formats (SGLang's ``SGLANG_DSV4_FP4_DEQUANT``), judged by the same numerics and memory rules plus
+  the engine's own conditions; otherwise it loads checkpoints as stored.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from dataclasses import dataclass
 from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
 from moe_oracle.cost.model import Workload, workload_cost
+from moe_oracle.engines.gates import EngineConversion
+from moe_oracle.engines.registry import engine_profile
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.software.types import SoftwareProfile
@@ -47,11 +52,20 @@ def expert_bytes_per_rank(model: ModelDescription, ep: int, conversion: Conversi
     return total
 
 
+def _engine_conversion(engine: Engine, conv: Conversion) -> EngineConversion | None:
+    profile = engine_profile(engine)
+    return profile.conversion(conv) if profile is not None else None
+
+
 def _conversion_reasons(
-    conv: Conversion, model: ModelDescription, deployment: Deployment, engine: Engine, options: ConversionOptions
+    conv: Conversion, scenario: Scenario, model: ModelDescription, options: ConversionOptions
 ) -> list[Reason]:
     reasons = []
-    if engine is not Engine.NONE:
+    deployment, engine = scenario.deployment, scenario.engine
+    own = _engine_conversion(engine, conv)
+    if own is not None:
+        reasons += own.evaluate(scenario)
+    elif engine is not Engine.NONE:
         reasons.append(
             Reason(
                 ReasonCode.ENGINE_UNSUPPORTED,
@@ -109,10 +123,12 @@ def conversion_candidates(
         for conv in spec.conversions:
             if conv.source is not group.weight_format:
                 continue
+            own = _engine_conversion(engine, conv)
+            conv = own.stand_in(conv) if own is not None else conv
             converted = group.model_copy(update={"weight_quant": conv.target})
             scenario = Scenario(converted, deployment, software, engine, model.architecture, model.model_type)
             reasons = evaluate_candidate(spec, scenario, advisories, engine_version)
-            reasons += _conversion_reasons(conv, model, deployment, engine, options)
+            reasons += _conversion_reasons(conv, scenario, model, options)
             cand = Candidate(spec, tuple(reasons), conversion=conv)
             if cand.eligible:
                 cand = Candidate(spec, cand.reasons, workload_cost(spec, converted, deployment, workload), conv)

@@ -33,7 +33,7 @@ def derive_aiter_mtpr(tokens_per_rank: int, tokens_origin: str, *, engine: str) 
     mtpr = next_power_of_two(tokens_per_rank)
     env = "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR" if engine == "sglang" else None
     where = (
-        "sglang 0.5.23 layers/moe/mega_moe_flydsl.py _mtpr (must be a power of two)"
+        "sglang 0.5.23 srt/layers/moe/mega_moe_flydsl.py:53-59 _mtpr (must be a power of two)"
         if engine == "sglang"
         else "vllm 0.33.0 models/deepseek_v4/amd/mega_moe.py: max_num_tokens = next_power_of_2(max_num_batched_tokens)"
     )

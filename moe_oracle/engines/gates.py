@@ -10,9 +10,10 @@ route whose rules all pass serves the variant.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from moe_oracle.rules import Check, Reason, ReasonCode, Scenario, Status, VariantSpec
+from moe_oracle.model.types import WeightFormat
+from moe_oracle.rules import Check, Conversion, Reason, ReasonCode, Scenario, Status, VariantSpec
 
 ENGINE_ROUTE = "engine"
 MOE_ORACLE_ROUTE = "moe-oracle"
@@ -59,6 +60,52 @@ class EngineSupport:
 
 
 @dataclass(frozen=True)
+class EngineConversion:
+    """A load-time expert conversion the engine performs itself, switched on by environment variables.
+
+    It stands in for a variant's declared :class:`~moe_oracle.rules.Conversion` with the same
+    ``source`` format and ``target`` format: the oracle applies the same numerics and memory checks,
+    plus ``checks`` (where the engine applies the conversion at all). ``checked_at_load`` says
+    whether the engine verifies the variant's exactness condition block by block (moe-oracle's own
+    loader does); ``unverified`` names what only a GPU run can show.
+    """
+
+    source: WeightFormat
+    target: WeightFormat
+    env: tuple[tuple[str, str], ...]
+    summary: str
+    condition: str
+    checks: tuple[Check, ...] = ()
+    checked_at_load: bool = False
+    unverified: str | None = None
+    sources: tuple[str, ...] = ()
+
+    def serves(self, conv: Conversion) -> bool:
+        return conv.source is self.source and conv.target.format is self.target
+
+    def stand_in(self, conv: Conversion) -> Conversion:
+        """``conv`` as this engine performs it: its condition, its switch, its sources."""
+        switch = " ".join(f"{k}={v}" for k, v in self.env)
+        return replace(conv, condition=self.condition, runtime=f"engine: {switch}", sources=self.sources)
+
+    def evaluate(self, scenario: Scenario) -> list[Reason]:
+        reasons = [r for r in (check.evaluate(scenario) for check in self.checks) if r is not None]
+        if self.unverified:
+            reasons.append(
+                Reason(
+                    ReasonCode.CONVERSION_LOSSY,
+                    self.unverified,
+                    "Check the checkpoint's blocks before relying on exact numerics (moe-oracle's converter "
+                    "reports every inexact block), or serve a converted checkpoint.",
+                    status=Status.UNKNOWN,
+                    rule="every converted block exact",
+                    sources=self.sources,
+                )
+            )
+        return reasons
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """All of one engine version's gates, and what it runs when no mega backend fits."""
 
@@ -66,6 +113,11 @@ class EngineProfile:
     version: str
     supports: tuple[EngineSupport, ...]
     moe_backend_flag: str
+    conversions: tuple[EngineConversion, ...] = ()
+
+    def conversion(self, conv: Conversion) -> EngineConversion | None:
+        """The engine's own conversion standing in for ``conv``, if it has one."""
+        return next((e for e in self.conversions if e.serves(conv)), None)
 
     def gate(self, backend: str) -> EngineSupport | None:
         """The engine's own route for ``backend`` (None when the engine has none)."""

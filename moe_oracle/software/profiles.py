@@ -126,8 +126,9 @@ def _profile_sglang_0523() -> SoftwareProfile:
                 name="deep_gemm",
                 dist="sgl-deep-gemm",
                 version="0.2.3.post2",
-                symbols=_SM100_DG | _SM90_FP8_DG,
-                note="kernels.md §1/§5: no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release",
+                symbols=_SM100_DG | _SM90_FP8_DG | {"nvfp4_mega_moe", "SymmBuffer"},
+                note="kernels.md §1/§5: no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release; the 0.2.3.post2 "
+                "wheel's deep_gemm/mega/__init__.py has SymmBuffer(mma_type=...) and nvfp4_mega_moe",
             ),
             "aiter": LibraryBuild(name="aiter", dist="amd-aiter", version="0.1.20", symbols=_AITER_V2),
             "mori": LibraryBuild(name="mori", dist="amd-mori", version="1.2.4", symbols=frozenset(MORI_SYMBOLS)),

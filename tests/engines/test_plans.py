@@ -171,32 +171,59 @@ def test_sglang_dsv4_b200_megamoe_with_token_cap() -> None:
     assert flag(p.argv, "--ep-size") == "8" and flag(p.argv, "--moe-a2a-backend") == "megamoe"
     assert flag(p.argv, "--chunked-prefill-size") == "65536"
     assert "--enable-dp-attention" not in p.argv  # deprecated in 0.5.23
-    assert p.env == {"SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK": "8448"}
-    assert derived(p, "deepgemm_ring_tokens") == 411648
+    # per-rank chunk 65536 // 8 = 8192, rounded up to sgl-deep-gemm 0.2.3.post2's alignment 1920 -> 9600
+    assert p.env == {"SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK": "9600"}
+    # ring = full pool (T >= 6144) = align(8*9600*6 + 32*239, 1920) = align(468448, 1920) = 468480
+    assert derived(p, "deepgemm_ring_tokens") == 468480
+    # SGLang's start-up check divides the per-rank chunk by attn_dp_size again: 8192 // 8 = 1024
+    assert any("enforces only >= 1024" in n for n in p.notes)
+    # DeepGEMM's in-kernel shared expert (FP8 block-128 shared expert on SM100 fp8xfp4)
+    assert "shared" in " ".join(n for n in p.notes if "in-kernel shared expert" in n)
+
+
+def test_sglang_dsv4_h200_megamoe_through_sglang_fp4_dequant() -> None:
+    p = plan(V4, "sglang", device="h200", dp=8, ep=8)
+    assert p.backend == "deep_gemm_mega_moe" and p.variant == "sm90_fp8xfp8"
+    assert p.env["SGLANG_DSV4_FP4_DEQUANT"] == "1"
+    assert any(n.startswith("Unverified:") and "14 binades" in n for n in p.notes)
+
+
+def test_sglang_nvfp4_b200_runs_deepgemm_nvfp4() -> None:
+    p = plan("nvidia/DeepSeek-V4-Flash-NVFP4", "sglang", device="b200", dp=8, ep=8)
+    # the NVFP4 layers take nvfp4xnvfp4, the checkpoint's MXFP4 MTP layer fp8xfp4
+    assert p.backend == "deep_gemm_mega_moe" and "sm100_nvfp4" in (p.variant or "").split(",")
+    assert any("nvfp4_mega_moe" in n for n in p.notes)
+    buffers = [d for d in p.derived if d.key == "deepgemm_symm_buffer_bytes"]
+    assert {d.inputs["mma_type"] for d in buffers} == {"nvfp4xnvfp4", "fp8xfp4"}
 
 
 def test_sglang_glm_h200_runs_sm90_fp8() -> None:
     p = plan(GLM, "sglang", device="h200", dp=8, ep=8)
     assert p.backend == "deep_gemm_mega_moe" and p.variant == "sm90_fp8xfp8"
     assert flag(p.argv, "--moe-a2a-backend") == "megamoe"
-    # SM90: full pool = align(8*8448*8 + 32*191, 384) = 546816
-    assert derived(p, "deepgemm_pool_tokens") == 546816
+    # SM90 (sgl-deep-gemm 0.2.3.post2): full pool = align(8*9600*8 + 32*239, 1920) = 622080
+    assert derived(p, "deepgemm_pool_tokens") == 622080
+    assert any("silently runs SGLang's fused MoE" in n for n in p.notes)  # GLM-5 has a fallback
 
 
 def test_sglang_mi355x_routes_megamoe_to_aiter() -> None:
     p = plan(V4, "sglang", device="mi355x", dp=8, ep=8)
     assert p.backend == "aiter_mega_moe" and flag(p.argv, "--moe-a2a-backend") == "megamoe"
     assert p.env == {
+        "SGLANG_USE_AITER": "1",
         "SGLANG_AMD_USE_FLYDSL_MEGA_MOE": "1",
         "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR": "8192",
         "MORI_SHMEM_HEAP_SIZE": "8G",
     }
+    # every derived value that names an environment variable is in the printed environment
+    assert all(d.env in p.env for d in p.derived if d.env)
+    assert any(n.startswith("Unverified:") and "SGLANG_USE_AITER" in n for n in p.notes)
 
 
 def test_sglang_dsv4_h200_default_and_two_nodes() -> None:
-    p = plan(V4, "sglang", device="h200", dp=8, ep=8)
+    p = plan(V4, "sglang", device="h200", dp=8, ep=8, software="none")
     assert not p.fused and "--moe-a2a-backend" not in p.argv and p.env == {}
-    two = plan(V4, "sglang", device="h200", nodes=2, dp=16, ep=16)
+    two = plan(V4, "sglang", device="h200", nodes=2, dp=16, ep=16, software="none")
     assert [flag(list(c.argv), "--node-rank") for c in two.commands] == ["0", "1"]
     assert flag(two.argv, "--dist-init-addr") == "${HEAD_NODE_IP}:5000"
 
@@ -206,6 +233,9 @@ def test_sglang_glm_two_h200_nodes_adopt_replicas() -> None:
     assert p.replicas is not None and p.replicas.adopted and p.backend == "deep_gemm_mega_moe"
     assert [flag(list(c.argv), "--tp-size") for c in p.commands] == ["8", "8"]
     assert "sglang-router" in p.replicas.router_hint
+    # a router on another host must reach the replicas: SGLang listens on 127.0.0.1 by default
+    assert all(flag(list(c.argv), "--host") == "0.0.0.0" for c in p.commands)
+    assert "--port 8000" in p.replicas.router_hint
 
 
 def test_software_all_changes_the_mi355x_vllm_plan() -> None:
@@ -349,6 +379,7 @@ def test_cli_serve_fills_placeholders_and_picks_the_node(tmp_path: Path) -> None
     record = _fake_engine(tmp_path, "python3")
     env = {"PATH": f"{tmp_path}{os.pathsep}{os.environ.get('PATH', '')}"}
     args = ["serve", V4, "--device", "h200", "--nodes", "2", "--dp", "16", "--ep", "16", "--engine", "sglang"]
+    args += ["--software", "none"]  # no fused backend: one two-node server, not replicas
     missing = cli(*args, "--node-rank", "1", env=env)
     assert missing.code == 2 and "HEAD_NODE_IP is not set" in missing.err
     r = cli(*args, "--node-rank", "1", env={**env, "HEAD_NODE_IP": "10.1.2.3"})

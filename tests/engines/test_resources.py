@@ -11,9 +11,11 @@ from __future__ import annotations
 import pytest
 from moe_oracle_backends import _deep_gemm_buffer as B
 from moe_oracle_backends import _deep_gemm_layout as L
+from moe_oracle_backends import _sgl_deep_gemm_layout as SGL
 from moe_oracle_backends.rocm_mi355 import heap as H
 
 from moe_oracle.engines.sglang.budget import derive_sglang_token_cap as cap_of
+from moe_oracle.engines.sglang.budget import startup_check_tokens
 from moe_oracle.plan.derived import Shape
 
 GiB = 1 << 30
@@ -178,13 +180,20 @@ def test_mori_heap_floor_and_scaling() -> None:
 
 
 def test_sglang_token_cap() -> None:
-    # attention DP 8: 65536 // 8 = 8192, alignment tp/dp = 1 -> 8192 -> DeepGEMM alignment 384 -> 8448
-    d = cap_of(chunked_prefill_size=65536, tp_size=8, attn_dp_size=8, alignment=384)
-    assert d.value == 8448 and d.env == "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK"
+    kw = {"build": "sgl-deep-gemm 0.2.3.post2", "architecture": "DeepseekV4ForCausalLM", "nvfp4_experts": False}
+    # attention DP 8: per-rank chunk 65536 // 8 = 8192, alignment tp/dp = 1 -> 8192 -> build alignment 1920 -> 9600
+    d = cap_of(chunked_prefill_size=65536, tp_size=8, attn_dp_size=8, alignment=1920, **kw)
+    assert d.value == 9600 and d.env == "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK"
+    # SGLang's start-up check divides once more: 8192 // 8 = 1024
+    assert d.inputs["SGLang start-up check (required_per_rank)"] == 1024
     # pure TP 8: the whole chunk on every rank, aligned to tp: ceil_align(8000, 8) = 8000
-    assert cap_of(chunked_prefill_size=8000, tp_size=8, attn_dp_size=1, alignment=None).value == 8000
-    # odd split: 10000 // 4 = 2500, alignment 8 // 4 = 2 -> 2500
-    assert cap_of(chunked_prefill_size=10000, tp_size=8, attn_dp_size=4, alignment=None).value == 2500
+    assert cap_of(chunked_prefill_size=8000, tp_size=8, attn_dp_size=1, alignment=1, **kw).value == 8000
+    assert startup_check_tokens(8000, 8, 1) == 8000
+    # odd split: 10000 // 4 = 2500, alignment 8 // 4 = 2 -> 2500; the check: 2500 // 4 = 625 -> align 2 -> 626
+    assert cap_of(chunked_prefill_size=10000, tp_size=8, attn_dp_size=4, alignment=1, **kw).value == 2500
+    assert startup_check_tokens(10000, 8, 4) == 626
+    glm = cap_of(chunked_prefill_size=65536, tp_size=8, attn_dp_size=8, alignment=1920, **(kw | {"architecture": "X"}))
+    assert "silently runs" in glm.source
 
 
 def test_derived_json_shape() -> None:
@@ -192,3 +201,32 @@ def test_derived_json_shape() -> None:
     doc = d.to_json()
     assert doc["value"] == 8192 and doc["env"] == "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR"
     assert set(doc) >= {"key", "label", "value", "unit", "display", "formula", "inputs", "source"}
+
+
+def test_sgl_0232_constants() -> None:
+    # sgl-deep-gemm 0.2.3.post2 layout/mega_moe.cuh:13-17: BLOCK_M candidates add 240, LCM 1920
+    assert SGL.SGL_0232.lcm_block_m == 1920 and SGL.SGL_0232.max_block_m == 240
+    assert B.token_alignment("sgl-0.2.3.post2") == 1920 and B.token_alignment("sm90") == 384
+
+
+def test_sgl_0232_sm90_buffer_matches_its_c_on_a_cpu() -> None:
+    # values sgl-deep-gemm 0.2.3.post2's _C.get_symm_buffer_size_for_sm90_mega_moe returns on a CPU
+    # (EP8, 9600 rows); tests/engines/test_real_sglang.py compares every SGLang plan the same way
+    glm = L.sm90_buffer_terms_pr323(8, 256, 9600, 8, 6144, 2048, lineage=SGL.SGL_0232)
+    assert L.sum_terms(glm) == 9_376_128_544  # 8.73 GiB (GLM-5, E256 top-8 H6144 I2048)
+    dsv4 = L.sm90_buffer_terms_pr323(8, 256, 9600, 6, 4096, 2048, lineage=SGL.SGL_0232)
+    assert L.sum_terms(dsv4) == 5_397_181_984
+
+
+def test_sgl_0232_sm100_shared_expert_regions() -> None:
+    base = dict(SGL.sm100_buffer_terms_0232(2, 4, 1920, 2, 512, 256, 3840))
+    shared = dict(SGL.sm100_buffer_terms_0232(2, 4, 1920, 2, 512, 256, 3840, num_shared_experts=1))
+    # shared L1 SF rows: ceil(1920 / 8) * 128 = 30720 rows x H/32 = 16 bytes
+    assert shared["shared_l1_acts_sf"] == 30720 * 16 and base["shared_l1_acts_sf"] == 0
+    # shared L2 activations: T x (I x 1) FP8 bytes; one more bf16 combine slot per token
+    assert shared["shared_l2_acts"] == 1920 * 256
+    assert shared["combine (bf16, top-k + shared slot)"] == 3 * 1920 * 512 * 2
+    assert base["combine (bf16, top-k + shared slot)"] == 2 * 1920 * 512 * 2
+    # NVFP4: 4-bit activations, one E4M3 scale per 16
+    nv = dict(SGL.sm100_buffer_terms_0232(2, 4, 1920, 2, 512, 256, 3840, mma_type="nvfp4xnvfp4"))
+    assert nv["x"] == 1920 * 256 and nv["x_sf"] == 1920 * 32

@@ -68,9 +68,19 @@ def test_glm5_bf16_does_not_fit_8_h200_even_in_fp8():
     assert [r.code.value for r in conv.failures] == ["MEMORY_EXCEEDED"]
 
 
-def test_engines_do_not_convert_at_load():
-    g = run(V4_FLASH, "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23").main
+def test_vllm_does_not_convert_at_load():
+    g = run(V4_FLASH, "h200", dp=8, ep=8, engine="vllm", software="vllm-0.33.0").main
     assert all("ENGINE_UNSUPPORTED" in [r.code.value for r in c.failures] for c in g.conversions)
+
+
+def test_sglang_converts_mxfp4_itself_with_the_same_checks():
+    # SGLANG_DSV4_FP4_DEQUANT: MXFP4 -> FP8 block-128 inside SGLang, then the SM90 FP8 megamoe kernel
+    g = run(V4_FLASH, "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23").main
+    assert g.chosen is not None and g.chosen.key == SM90_FP8 + "+convert(mxfp4->fp8_block)"
+    # the same memory rule as moe-oracle's own conversion: DSv4-Pro in FP8 does not fit 8 x H200
+    g = run("deepseek-ai/DeepSeek-V4-Pro", "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23").main
+    codes = [r.code.value for c in g.conversions for r in c.failures]
+    assert "MEMORY_EXCEEDED" in codes
 
 
 def test_override_takes_the_conversion_unless_forbidden():

@@ -48,9 +48,14 @@ VARIANT = VariantSpec(
         sm100_activation(),
         c.entry_points(
             "deep_gemm",
-            all_of=("nvfp4_mega_moe", "NVFP4SymmBuffer"),
-            provided_by="vLLM's DeepGEMM fork (vendored in vLLM >= 0.33)",
-            sources=("vllm-0.33.md §5.2",),
+            all_of=("nvfp4_mega_moe",),
+            any_of=("NVFP4SymmBuffer", "SymmBuffer"),
+            provided_by="vLLM's DeepGEMM fork (vendored in vLLM >= 0.33: NVFP4SymmBuffer) or sgl-deep-gemm "
+            ">= 0.2.3.post2 (SymmBuffer with mma_type='nvfp4xnvfp4')",
+            sources=(
+                "vllm-0.33.md §5.2",
+                "sgl-deep-gemm 0.2.3.post2 deep_gemm/mega/__init__.py:43-56, 296-330 (SymmBuffer, nvfp4_mega_moe)",
+            ),
         ),
     ),
     sources=("vllm-0.33.md §2.1, §2.8",),

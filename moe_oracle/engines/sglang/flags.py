@@ -27,6 +27,8 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--nnodes",
     "--node-rank",
     "--dist-init-addr",
+    "--host",
+    "--port",
 )
 
 MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe",)
@@ -35,6 +37,8 @@ ENGINE_ENV: dict[str, str] = {
     "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK": "8192",
     "SGLANG_AMD_USE_FLYDSL_MEGA_MOE": "0",
     "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR": "8192",
+    "SGLANG_USE_AITER": "0",
+    "SGLANG_DSV4_FP4_DEQUANT": "0",
 }
 LIBRARY_ENV: dict[str, str] = {
     "MORI_SHMEM_HEAP_SIZE": "read by MoRI (amd-mori) at mori.shmem init; SGLang's mega_moe_flydsl.py calls "
@@ -42,12 +46,18 @@ LIBRARY_ENV: dict[str, str] = {
 }
 EMITTED_ENV: tuple[str, ...] = (
     "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
+    "SGLANG_USE_AITER",
+    "SGLANG_DSV4_FP4_DEQUANT",
     "SGLANG_AMD_USE_FLYDSL_MEGA_MOE",
     "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR",
     "MORI_SHMEM_HEAP_SIZE",
 )
 
 DIST_INIT_PORT = 5000
+#: ``arg_groups/fields/serving.py:65-66``: SGLang serves on 127.0.0.1:30000 by default.
+SERVER_PORT = 30000
+#: A port for the router other than the servers' (sglang-router's default is also 30000).
+ROUTER_PORT = 8000
 
 
 def check_argv(argv: list[str] | tuple[str, ...]) -> None:

@@ -1,18 +1,24 @@
-"""What SGLang 0.5.23 adds to the kernels' rules (``shared/reference/kernels.md`` §5).
+"""What SGLang 0.5.23 adds to the kernels' rules, read from the 0.5.23 wheel (``sglang/srt/...``).
 
-``--moe-a2a-backend megamoe`` forces ``ep_size = tp_size``; on SM90 it runs DeepGEMM
-``fp8_mega_moe`` with FP8 block-128 experts, on SM100 ``fp8_fp4_mega_moe``; on ROCm
-``SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1`` routes it to AITER MegaMoEV2 (a8w4, intranode only).
+``--moe-a2a-backend megamoe`` forces ``ep_size = tp_size`` (``arg_groups/overrides.py:1578-1618``).
+On SM90 it runs DeepGEMM ``fp8_mega_moe`` on FP8 block-128 experts (``layers/quantization/fp8.py:2265-2273``
+asserts the experts are not FP4); MXFP4 experts get there only through SGLang's own load-time
+conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below). On SM100 it runs
+``fp8xfp4`` (MXFP4 experts) and ``nvfp4xnvfp4`` (ModelOpt NVFP4 experts,
+``layers/quantization/modelopt_quant.py:2650-2710``) through ``layers/moe/mega_moe.py:56-61``. On ROCm
+``SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1`` routes it to AITER MegaMoEV2 (``layers/moe/mega_moe.py:50-53``,
+``layers/moe/mega_moe_flydsl.py``).
 """
 
 from __future__ import annotations
 
-from moe_oracle.engines.gates import EngineProfile, EngineSupport
+from moe_oracle.engines.gates import EngineConversion, EngineProfile, EngineSupport
+from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import ReasonCode
 from moe_oracle.rules import checks as c
 
 VERSION = "0.5.23"
-_SRC = "kernels.md §5 (sglang 0.5.23 wheel: layers/moe/mega_moe.py, mega_moe_sm90, arg_groups)"
+_SRC = "sglang 0.5.23 wheel: srt/layers/moe/mega_moe.py, srt/layers/quantization/fp8.py, srt/arg_groups"
 
 _EP_SPANS_TP = c.scenario_predicate(
     ReasonCode.EP_SIZE_UNSUPPORTED,
@@ -23,19 +29,24 @@ _EP_SPANS_TP = c.scenario_predicate(
         f"{sc.deployment.parallel.moe_group_size}"
     ),
     remediation="Use --ep equal to tp*dp (SGLang --tp N --ep-size N).",
-    sources=(_SRC + ": _A2A_EP_SPANNING_BACKENDS",),
+    sources=("sglang 0.5.23 srt/arg_groups/overrides.py:1578-1618 (_A2A_EP_SPANNING_BACKENDS, _a2a_ep_size)",),
 )
 
 _DEEP_GEMM = EngineSupport(
     engine="sglang",
     version=VERSION,
     backend="deep_gemm_mega_moe",
-    variants=("sm90_fp8xfp8", "sm100_fp8xfp4"),
-    unsupported="SGLang 0.5.23's megamoe runs FP8 block-128 experts on SM90 (fp8_mega_moe) and mma_type "
-    "fp8xfp4 on SM100; its sgl-deep-gemm 0.2.3.post2 has no SM90 FP4 kernel",
+    variants=("sm90_fp8xfp8", "sm100_fp8xfp4", "sm100_nvfp4"),
+    unsupported="SGLang 0.5.23's megamoe runs FP8 block-128 experts on SM90 (fp8_mega_moe; MXFP4 experts after "
+    "SGLANG_DSV4_FP4_DEQUANT=1), and mma types fp8xfp4 / mxf4xmxf4 (MXFP4 experts) and nvfp4xnvfp4 (NVFP4 "
+    "experts) on SM100 (layers/moe/mega_moe.py:56-61); its sgl-deep-gemm 0.2.3.post2 has no SM90 FP4 kernel",
     remediation="Use the variant matching the checkpoint, or --engine none to judge the kernel alone.",
     checks=(_EP_SPANS_TP,),
-    sources=(_SRC,),
+    sources=(
+        _SRC,
+        "fp8.py:2265-2273 (SM90: build_sm90_mega_moe_experts_weights, asserts not FP4)",
+        "modelopt_quant.py:2650-2710 (_build_mega_moe_weights: deep_gemm nvfp4xnvfp4)",
+    ),
 )
 
 _AITER = EngineSupport(
@@ -43,22 +54,56 @@ _AITER = EngineSupport(
     version=VERSION,
     backend="aiter_mega_moe",
     variants=("gfx950_a8w4",),
-    unsupported="SGLang's FlyDSL mega path quantizes a8w4 intranode only",
-    remediation="Use gfx950_a8w4 with EP <= 8.",
+    unsupported="SGLang's FlyDSL mega path builds MegaMoEV2 with quant=SGLANG_AMD_FLYDSL_MEGA_QUANT or 'a8w4' "
+    "(layers/moe/mega_moe_flydsl.py:360); moe-oracle plans only the default a8w4",
+    remediation="Use gfx950_a8w4.",
+    checks=(_EP_SPANS_TP,),
+    sources=(_SRC, "layers/moe/mega_moe_flydsl.py:187-229 (MegaMoEV2 per capacity; no EPLB or EP-size check)"),
+)
+
+#: Architectures whose FP8 checkpoints SGLang 0.5.23 marks as carrying MXFP4 routed experts
+#: (``configs/model_config.py:744-761`` DeepSeek V4 auto-detection, ``:734-742`` MiMo-V2 store_dtype).
+FP4_EXPERT_ARCHS = ("DeepseekV4ForCausalLM", "MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM")
+
+DSV4_FP4_DEQUANT = EngineConversion(
+    source=WeightFormat.MXFP4,
+    target=WeightFormat.FP8_BLOCK,
+    env=(("SGLANG_DSV4_FP4_DEQUANT", "1"),),
+    summary="SGLang converts the MXFP4 routed experts to FP8 block-128 at load (cast_e2m1fn_to_e4m3fn: "
+    "block scale = max group scale / 2^6, values x 2^(group - block exponent)), then runs the SM90 FP8 "
+    "megamoe kernel",
+    condition="every 128x128 block's MXFP4 group exponents span <= 14 (values k x 2^(5 - span) "
+    "stay on E4M3's grid); SGLang does not check it per block",
     checks=(
-        _EP_SPANS_TP,
         c.scenario_predicate(
-            ReasonCode.EPLB_UNSUPPORTED,
-            lambda sc: not sc.deployment.parallel.eplb,
-            rule="no EPLB",
-            message=lambda sc: "EPLB is enabled; SGLang's AITER MegaMoEv2 adapter rejects it",
-            remediation="Drop EPLB.",
-            sources=("kernels.md §5 (sglang PR #35619)",),
+            ReasonCode.ENGINE_UNSUPPORTED,
+            lambda sc: sc.architecture in FP4_EXPERT_ARCHS,
+            rule="SGLang marks the checkpoint's routed experts as FP4 (is_fp4_experts)",
+            message=lambda sc: (
+                f"SGLang 0.5.23 applies SGLANG_DSV4_FP4_DEQUANT only to FP8 checkpoints whose routed experts it "
+                f"marks as MXFP4 ({', '.join(FP4_EXPERT_ARCHS)}, or quantization_config.routed_experts_quant_method "
+                f"= 'mxfp4'); {sc.architecture} is not among the architectures moe-oracle knows it marks"
+            ),
+            remediation="Serve an FP8 block-128 checkpoint, or use --engine none with moe-oracle's conversion.",
+            sources=("sglang 0.5.23 srt/configs/model_config.py:726-761", "srt/model_loader/loader.py:228"),
         ),
     ),
-    sources=(_SRC,),
+    checked_at_load=False,
+    unverified="SGLang converts MXFP4 to FP8 block-128 without checking exactness per block: a 128x128 block whose "
+    "MXFP4 group exponents span more than 14 binades loses its smallest values silently; not checked for this "
+    "checkpoint",
+    sources=(
+        "sglang 0.5.23 srt/environ.py:1733 SGLANG_DSV4_FP4_DEQUANT",
+        "srt/layers/quantization/fp8.py:216-256 cast_e2m1fn_to_e4m3fn ('losslessly')",
+        "srt/layers/quantization/fp8.py:2196-2214 (dequant at load), 2265-2273 (SM90 megamoe weights)",
+        "srt/layers/quantization/fp8.py:425-429 (needs --moe-runner-backend auto)",
+    ),
 )
 
 PROFILE = EngineProfile(
-    engine="sglang", version=VERSION, supports=(_DEEP_GEMM, _AITER), moe_backend_flag="--moe-a2a-backend"
+    engine="sglang",
+    version=VERSION,
+    supports=(_DEEP_GEMM, _AITER),
+    moe_backend_flag="--moe-a2a-backend",
+    conversions=(DSV4_FP4_DEQUANT,),
 )

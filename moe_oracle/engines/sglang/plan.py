@@ -3,32 +3,38 @@
 SGLang's ``--tp-size`` is the whole model group; attention data parallelism is
 ``--attn-dp-size`` inside it (0.5.23 deprecates ``--enable-dp-attention``), so the oracle's
 ``tp x dp`` maps to ``--tp-size tp*dp --attn-dp-size dp``. ``--moe-a2a-backend megamoe``
-forces ``ep_size = tp_size``. The per-step token budget per DP rank
-(``--max-num-batched-tokens`` in moe-oracle terms) becomes ``--chunked-prefill-size
-budget*dp`` (SGLang's chunk is split over attention-DP ranks), and
-``SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK`` must cover the per-rank share
-(``arg_groups/mega_moe_hook.py`` validate_mega_moe_token_budget). On ROCm,
-``SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1`` routes megamoe to AITER MegaMoEV2 with a power-of-two
-``SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR``; SGLang does not size the MoRI heap, so the plan does.
+forces ``ep_size = tp_size``. The per-step token budget per DP rank (``--max-num-batched-tokens``
+in moe-oracle terms) becomes ``--chunked-prefill-size budget*dp``: SGLang divides it by the
+attention-DP size (``engines/sglang/budget.py``). The DeepGEMM buffer is sized with sgl-deep-gemm
+0.2.3.post2, the build SGLang 0.5.23 pins. On ROCm, ``SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1`` routes
+megamoe to AITER MegaMoEV2 with a power-of-two ``SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR``; SGLang does not
+size the MoRI heap, so the plan does.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from moe_oracle.engines.gates import EngineConversion
+from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
-from moe_oracle.engines.sglang.budget import derive_sglang_token_cap
+from moe_oracle.engines.sglang.gates import PROFILE
 from moe_oracle.errors import BadInputError
+from moe_oracle.model.types import MoELayerGroup, WeightFormat
 from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
+from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, Layout
-from moe_oracle.plan.resources import (
-    Derived,
-    aiter_capacities,
-    choose_mori_heap,
-    derive_aiter_mtpr,
-    derive_deepgemm,
-    derive_mori_heap,
-    formula,
-)
+from moe_oracle.plan.resources import aiter_capacities, choose_mori_heap, derive_aiter_mtpr, derive_mori_heap, formula
 from moe_oracle.spec.deployment import Deployment
+
+#: The DeepGEMM build SGLang 0.5.23 pins (``sglang-0.5.23.dist-info/METADATA``: sgl-deep-gemm==0.2.3.post2).
+DG_BUILD = "sgl-deep-gemm 0.2.3.post2"
+OTHER_BUILDS = (
+    "DeepGEMM PR #323 (8ddf7f96) aligns to 384 tokens and has no 240-row BLOCK_M; sgl-deep-gemm 0.2.5 keeps 1920 on "
+    "SM100 and adds get_token_alignment_for_sm90_mega_moe (its SM90 layout, layout/sm90_mega_moe.cuh, uses BLOCK_M "
+    "64/128); re-plan if SGLang runs with another build"
+)
+_FALSE = ("0", "false", "no", "off")
 
 
 def check_layout(dep: Deployment) -> None:
@@ -43,15 +49,171 @@ def check_layout(dep: Deployment) -> None:
 
 def router_hint(count: int, layout: Layout) -> str:
     return (
-        f"Run the {count} replicas as independent SGLang servers ({layout.label()} each) and put a router in "
-        "front (e.g. sglang-router, a separate package: python3 -m sglang_router.launch_router --worker-urls "
-        "http://<replica0>:30000 http://<replica1>:30000 ...), or any OpenAI-compatible load balancer."
+        f"Run the {count} replicas as independent SGLang servers ({layout.label()} each, listening on "
+        f"--host 0.0.0.0 --port {F.SERVER_PORT}: SGLang's default host is 127.0.0.1, unreachable from a router on "
+        "another machine) and put a router in front on a port of its own (e.g. sglang-router, a separate package: "
+        f"python3 -m sglang_router.launch_router --port {F.ROUTER_PORT} --worker-urls http://<replica0>:"
+        f"{F.SERVER_PORT} http://<replica1>:{F.SERVER_PORT} ...; its default port {F.SERVER_PORT} is the server's), "
+        "or any OpenAI-compatible load balancer. Splitting into domain-sized replicas is moe-oracle's rule (the "
+        "EP group then stays inside one NVLink/XGMI domain); SGLang itself does not refuse megamoe across nodes."
     )
+
+
+def _groups_of(ctx: PlanContext, shape: Shape) -> list[MoELayerGroup]:
+    return [g.group for g in ctx.decision.groups if g.group.name in shape.groups]
+
+
+def _fuses_shared(ctx: PlanContext, shape: Shape, sm100: bool, mma_type: str) -> bool:
+    """``should_fuse_mega_moe_shared_experts`` (``layers/moe/mega_moe.py:196-207``)."""
+    if not (sm100 and mma_type == "fp8xfp4" and shape.shared_experts):
+        return False
+    if ctx.user_env.get("SGLANG_OPT_DEEPGEMM_MEGA_MOE_FUSE_SHARED_EXPERTS", "1").strip().lower() in _FALSE:
+        return False
+    for grp in _groups_of(ctx, shape):
+        q = grp.shared_expert_quant
+        if q is None or q.format is not WeightFormat.FP8_BLOCK or q.block is None or q.block[1] % 32:
+            return False
+    return True
+
+
+def _buffers(ctx: PlanContext) -> list[tuple[Shape, str]]:
+    """One symmetric buffer per (shape, mma type): SGLang caches them by both (``layers/moe/mega_moe.py:119-160``).
+
+    The mma type is ``_mega_moe_mma_type`` (``mega_moe.py:56-61``) of the variant chosen for each group.
+    """
+    variant = {g.group.name: g.chosen.spec.variant for g in ctx.decision.groups if g.chosen is not None}
+    out: list[tuple[Shape, str]] = []
+    for shape in distinct_shapes(ctx.decision):
+        by_mma: dict[str, list[str]] = {}
+        for name in shape.groups:
+            by_mma.setdefault("nvfp4xnvfp4" if variant.get(name) == "sm100_nvfp4" else "fp8xfp4", []).append(name)
+        out += [(replace(shape, groups=tuple(names)), mma) for mma, names in by_mma.items()]
+    return out
+
+
+def _engine_conversions(ctx: PlanContext) -> list[EngineConversion]:
+    found: list[EngineConversion] = []
+    for g in ctx.decision.groups:
+        conv = g.chosen.conversion if g.chosen is not None else None
+        own = PROFILE.conversion(conv) if conv is not None else None
+        if own is not None and own not in found:
+            found.append(own)
+    return found
+
+
+def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], notes: list[str]) -> list[Derived]:
+    dep = ctx.deployment
+    par = dep.parallel
+    sm100 = dep.device.arch.value != "sm90"
+    buffers = _buffers(ctx)
+    nvfp4 = any(mma == "nvfp4xnvfp4" for _, mma in buffers)
+    cap = B.derive_sglang_token_cap(
+        chunked_prefill_size=chunk,
+        tp_size=tp_size,
+        attn_dp_size=par.dp,
+        alignment=formula("deepgemm_token_alignment")("sgl-0.2.3.post2"),
+        build=DG_BUILD,
+        architecture=ctx.description.architecture,
+        nvfp4_experts=nvfp4,
+    )
+    derived = [B.derive_prefill_tokens(chunked_prefill_size=chunk, attn_dp_size=par.dp), cap]
+    env[B.CAP_ENV] = str(cap.value)
+    fused = False
+    for shape, mma_type in buffers:
+        shared = shape.shared_experts if _fuses_shared(ctx, shape, sm100, mma_type) else 0
+        fused = fused or shared > 0
+        derived += formula("derive_sglang_deepgemm")(
+            arch="sm100" if sm100 else "sm90",
+            shape=shape,
+            ranks=par.ep,
+            tokens_per_rank=cap.value,
+            tokens_origin=B.CAP_ENV,
+            mma_type=mma_type,
+            num_shared_experts=shared,
+        )
+    per_rank = B.prefill_tokens_per_rank(chunk, par.dp)
+    checked = B.startup_check_tokens(chunk, tp_size, par.dp)
+    notes.append(
+        f"--chunked-prefill-size {chunk} = {par.max_num_batched_tokens} tokens per attention-DP rank x {par.dp}: "
+        f"SGLang divides it by --attn-dp-size (parallel_hook.py:331), so each rank prefills {per_rank} tokens "
+        f"per chunk, and {B.CAP_ENV}={cap.value} covers that (rounded up to {DG_BUILD}'s 1920-token alignment)."
+    )
+    if B.needs_token_budget(ctx.description.architecture, nvfp4):
+        notes.append(
+            f"SGLang's start-up check (mega_moe_hook.py:161-258) enforces only >= {checked} here: it divides the "
+            "already per-rank chunk by --attn-dp-size again. The cap set covers the real per-rank chunk, which is "
+            "what matters at run time: this model has no fused-MoE fallback under megamoe (mega_moe_hook.py:52-75)."
+        )
+    else:
+        notes.append(
+            f"{ctx.description.architecture} is not in SGLang's MEGA_MOE_NO_FALLBACK_ARCHS (mega_moe_hook.py:52-64), "
+            "so SGLang does not check the cap at start; a step with more tokens per rank than the cap silently runs "
+            "SGLang's fused MoE instead of megamoe (mega_moe.py:172-193)."
+        )
+    notes.append(f"Buffer sizes are {DG_BUILD}'s, the build SGLang 0.5.23 pins; {OTHER_BUILDS}.")
+    if sm100:
+        notes.append(
+            f"Unverified: the SM100 ring and buffer bytes; {DG_BUILD} chooses the ring in compiled host code that "
+            "needs a GPU (its SM90 sizes match the wheel's _C on a CPU), so they follow the 8ddf7f96 rule with this "
+            "build's constants."
+        )
+    if fused:
+        notes.append(
+            "DeepGEMM's in-kernel shared expert is on (SM100 fp8xfp4 with FP8 block shared experts, "
+            "SGLANG_OPT_DEEPGEMM_MEGA_MOE_FUSE_SHARED_EXPERTS defaults to 1; mega_moe.py:196-207): the buffer "
+            "holds the shared-expert activations and one more combine slot per token."
+        )
+    for own in _engine_conversions(ctx):
+        env.update(own.env)
+        switch = " ".join(f"{k}={v}" for k, v in own.env)
+        notes.append(f"{switch}: {own.summary} ({'; '.join(own.sources[:2])}).")
+        if own.unverified:
+            notes.append(f"Unverified: {own.unverified}.")
+    if nvfp4:
+        notes.append(
+            "NVFP4 experts: SGLang repacks them for DeepGEMM nvfp4_mega_moe at load (modelopt_quant.py:2650-2710, "
+            "SymmBuffer mma_type nvfp4xnvfp4) and cannot fall back to fused MoE (modelopt_quant.py:3189-3195)."
+        )
+    return derived
+
+
+def _aiter(ctx: PlanContext, chunk: int, env: dict[str, str], notes: list[str]) -> list[Derived]:
+    par = ctx.deployment.parallel
+    per_rank = B.derive_prefill_tokens(chunked_prefill_size=chunk, attn_dp_size=par.dp)
+    mtpr = derive_aiter_mtpr(per_rank.value, "per-rank prefill chunk (above)", engine="sglang")
+    env["SGLANG_USE_AITER"] = "1"
+    env["SGLANG_AMD_USE_FLYDSL_MEGA_MOE"] = "1"
+    env["SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR"] = str(mtpr.value)
+    heap = derive_mori_heap(
+        runtimes=[
+            (sh, aiter_capacities(mtpr.value, sh.experts // par.ep, engine="sglang"))
+            for sh in distinct_shapes(ctx.decision)
+        ],
+        ep=par.ep,
+    )
+    env["MORI_SHMEM_HEAP_SIZE"], kept = choose_mori_heap(heap.value, ctx.user_env.get("MORI_SHMEM_HEAP_SIZE"))
+    notes.extend([kept] if kept else [])
+    notes.append(
+        "SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1 routes --moe-a2a-backend megamoe to aiter MegaMoEV2 a8w4 "
+        "(mega_moe.py:50-53, mega_moe_flydsl.py:360); SGLANG_USE_AITER=1 makes SGLang build the packed FP4 "
+        "weights for it (fp8.py:149, 1878-1899). A step with more tokens per rank than "
+        "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR runs the fused MoE instead (mega_moe_flydsl.py:238-250); SGLang does "
+        "not check the cap at start on ROCm (mega_moe_hook.py:165)."
+    )
+    notes.append(
+        "EP <= 8 (intranode dispatch) and power-of-two MTPR <= 32768 are MegaMoEV2's own limits (aiter); SGLang's "
+        "adapter adds none and does not refuse EPLB (it has SGLANG_AITER_MEGA_EPLB_* settings, environ.py:1062-1063)."
+    )
+    notes.append(
+        "Unverified: whether SGLang's MI355X FP4 weight build for MegaMoEV2 also works without SGLANG_USE_AITER "
+        "(fp8.py:2216-2236 takes another branch then); only a GPU run shows it, so the plan sets it."
+    )
+    return [per_rank, mtpr, heap]
 
 
 def build(ctx: PlanContext) -> EngineParts:
     dep = ctx.deployment
-    par, topo = dep.parallel, dep.topology
+    par = dep.parallel
     notes: list[str] = []
     derived: list[Derived] = []
     env: dict[str, str] = {}
@@ -65,58 +227,17 @@ def build(ctx: PlanContext) -> EngineParts:
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
     argv += ["--chunked-prefill-size", str(chunk)]
-    shapes = distinct_shapes(ctx.decision)
     amd = dep.device.vendor.value == "amd"
     if ctx.backend is not None:
         argv += ["--moe-a2a-backend", "megamoe"]
     if ctx.backend == "deep_gemm_mega_moe":
-        sm90 = dep.device.arch.value == "sm90"
-        alignment = formula("deepgemm_token_alignment")("sm90" if sm90 else "sm100")
-        cap = derive_sglang_token_cap(
-            chunked_prefill_size=chunk, tp_size=tp_size, attn_dp_size=par.dp, alignment=alignment
-        )
-        derived.append(cap)
-        env[cap.env or ""] = str(cap.value)
-        for shape in shapes:
-            derived += derive_deepgemm(
-                flavour="sm90" if sm90 else "sm100",
-                shape=shape,
-                ranks=par.ep,
-                tokens_per_rank=cap.value,
-                tokens_origin="SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
-                env=ctx.user_env,
-            )
-        notes.append(
-            f"--chunked-prefill-size {chunk} = {par.max_num_batched_tokens} tokens per attention-DP rank x "
-            f"{par.dp}; the MegaMoE cap covers each rank's share (SGLang checks this at start for models without a "
-            "fused-MoE fallback, e.g. DeepSeek V4 and NVFP4 checkpoints; others fall back per forward above the cap)."
-        )
-        notes.append(
-            "The buffer formula is DeepGEMM's public SM"
-            + ("90" if sm90 else "100")
-            + " code at 8ddf7f96 (the sgl_deep_gemm front end); SGLang 0.5.23 pins sgl-deep-gemm 0.2.3.post2, "
-            "whose layout was not read."
-        )
+        derived += _deep_gemm(ctx, chunk, tp_size, env, notes)
     elif ctx.backend == "aiter_mega_moe":
-        cap = derive_sglang_token_cap(chunked_prefill_size=chunk, tp_size=tp_size, attn_dp_size=par.dp, alignment=None)
-        derived.append(cap)
-        mtpr = derive_aiter_mtpr(cap.value, "per-rank chunked-prefill share (above)", engine="sglang")
-        derived.append(mtpr)
-        env["SGLANG_AMD_USE_FLYDSL_MEGA_MOE"] = "1"
-        env["SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR"] = str(mtpr.value)
-        heap = derive_mori_heap(
-            runtimes=[(sh, aiter_capacities(mtpr.value, sh.experts // par.ep, engine="sglang")) for sh in shapes],
-            ep=par.ep,
-        )
-        derived.append(heap)
-        env["MORI_SHMEM_HEAP_SIZE"], kept = choose_mori_heap(heap.value, ctx.user_env.get("MORI_SHMEM_HEAP_SIZE"))
-        notes.extend([kept] if kept else [])
-        notes.append(
-            "SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1 routes --moe-a2a-backend megamoe to aiter MegaMoEV2 (a8w4, intranode, "
-            "EP <= 8, power-of-two SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR <= 32768, no EPLB)."
-        )
+        derived += _aiter(ctx, chunk, env, notes)
     if par.eplb:
         argv.append("--enable-eplb")
+    if ctx.replicas > 1:
+        argv += ["--host", "0.0.0.0", "--port", str(F.SERVER_PORT)]
     total = per_rank_total(derived, dep.device.memory_gib)
     if total is not None:
         derived.append(total)
@@ -126,33 +247,47 @@ def build(ctx: PlanContext) -> EngineParts:
         )
         if amd:
             notes.append("SGLANG_AMD_USE_FLYDSL_MEGA_MOE is left unset (megamoe is not planned).")
+    return EngineParts(
+        commands=_commands(ctx, argv, env),
+        derived=derived,
+        notes=notes,
+        placeholders=_placeholders(ctx),
+        version=F.VERSION,
+    )
 
-    commands: list[Command] = []
-    placeholders: dict[str, str] = {}
+
+def _placeholders(ctx: PlanContext) -> dict[str, str]:
+    if ctx.deployment.topology.nodes == 1:
+        return {}
+    out = {}
     for replica in range(ctx.replicas):
-        if topo.nodes == 1:
-            where = "any node" if ctx.replicas == 1 else f"replica {replica}: its node"
-            commands.append(Command(tuple(argv), tuple(env.items()), replica=replica, node_rank=0, where=where))
-            continue
-        name = "HEAD_NODE_IP" if ctx.replicas == 1 else f"REPLICA{replica}_HEAD_IP"
-        placeholders[name] = (
+        out[_head(replica, ctx.replicas)] = (
             "address of the first node"
             + ("" if ctx.replicas == 1 else f" of replica {replica}")
             + " (SGLang --dist-init-addr)"
         )
-        for rank in range(topo.nodes):
-            extra = [
-                "--nnodes",
-                str(topo.nodes),
-                "--node-rank",
-                str(rank),
-                "--dist-init-addr",
-                "${" + name + "}:" + str(F.DIST_INIT_PORT),
-            ]
+    return out
+
+
+def _head(replica: int, replicas: int) -> str:
+    return "HEAD_NODE_IP" if replicas == 1 else f"REPLICA{replica}_HEAD_IP"
+
+
+def _commands(ctx: PlanContext, argv: list[str], env: dict[str, str]) -> list[Command]:
+    nodes = ctx.deployment.topology.nodes
+    commands: list[Command] = []
+    for replica in range(ctx.replicas):
+        if nodes == 1:
+            where = "any node" if ctx.replicas == 1 else f"replica {replica}: its node"
+            commands.append(Command(tuple(argv), tuple(env.items()), replica=replica, node_rank=0, where=where))
+            continue
+        for rank in range(nodes):
+            extra = ["--nnodes", str(nodes), "--node-rank", str(rank)]
+            extra += ["--dist-init-addr", "${" + _head(replica, ctx.replicas) + "}:" + str(F.DIST_INIT_PORT)]
             where = f"node {rank}" if ctx.replicas == 1 else f"replica {replica}, node {rank}"
             commands.append(
                 Command(tuple(argv + extra), tuple(env.items()), replica=replica, node_rank=rank, where=where)
             )
     for cmd in commands:
         F.check_argv(cmd.argv)
-    return EngineParts(commands=commands, derived=derived, notes=notes, placeholders=placeholders, version=F.VERSION)
+    return commands
