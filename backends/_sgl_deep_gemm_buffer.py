@@ -51,7 +51,7 @@ def derive_sglang_deepgemm(
     ``arch``: ``sm90`` (``get_symm_buffer_for_sm90_mega_moe``, full pool) or ``sm100`` (``SymmBuffer``,
     ring workspace). ``num_shared_experts``: DeepGEMM's in-kernel shared expert (SM100 fp8xfp4). SGLang's
     other fusion (the shared expert as an extra routed top-k slot) is off on CUDA with EP > 1 for the
-    DeepSeek family (``models/deepseek_v2.py:3384``; DeepSeek V4 only with ``--enforce-shared-experts-fusion``,
+    DeepSeek family (``models/deepseek_v2.py:3385``; DeepSeek V4 only with ``--enforce-shared-experts-fusion``,
     ``models/deepseek_v4.py:4883``), so the top-k here is the model's.
     """
     lin = SGL_0232
@@ -72,7 +72,7 @@ def derive_sglang_deepgemm(
                 f"lcm{lin.candidate_block_ms})",
                 "build": f"{BUILD} (as SGLang 0.5.23 pins it)",
             },
-            source=f"{SGL_0232_WHEEL}: deep_gemm/__init__.py:372 and deep_gemm/mega/__init__.py:52 align "
+            source=f"{SGL_0232_WHEEL}: deep_gemm/__init__.py:373 and deep_gemm/mega/__init__.py:52 align "
             "num_max_tokens_per_rank; layout/mega_moe.cuh:17 kLCMCandidateBlockM",
         )
     ]
@@ -108,7 +108,7 @@ def derive_sglang_deepgemm(
             "SM90Workspace(32 + E*16 + epr*8 + align(pool/8,2)*4 + (pool/8)*8 + epr*ranks*ranks*T*4 + pool*12, "
             "aligned 16) + T*(H + H/32 + 12*topk) + pool*(H + 4 + I) + sf_pool*(H/32 + I/16) + topk*T*2H"
         )
-        source = f"{lin.source}:310-350 SM90Workspace; _C get_symm_buffer_size_for_sm90_mega_moe"
+        source = f"{lin.source}:282-322 SM90Workspace; _C get_symm_buffer_size_for_sm90_mega_moe"
         assumption = None
     else:
         ring, rule = ring_tokens(lin, ranks, experts, tokens, topk)
@@ -148,7 +148,7 @@ def derive_sglang_deepgemm(
             "+ shared(sf_T*sf(H) + T*act(S) + sf_T*sf(S)) + ring*(act(H) + 4 + act(I) + 4) + sf_ring*(sf(H) + sf(I)) "
             "+ (topk + shared)*T*2H + T*4   [S = I*num_shared, sf_T = ceil(T/8)*128]"
         )
-        source = f"{lin.source}:477-610 MegaMoEBuffer, Workspace, MegaMoESignals"
+        source = f"{lin.source}:481-619 MegaMoEBuffer, 94-153 Workspace, 54-89 MegaMoESignals"
         assumption = UNVERIFIED_RING
     total = sum_terms(terms)
     out.append(

@@ -4,11 +4,11 @@ Ported (reimplemented, not copied) from the wheel ``sgl_deep_gemm-0.2.3.post2-py
 
 * ``deep_gemm/include/deep_gemm/layout/mega_moe.cuh``: ``kCandidateBlockM = {8, ..., 192, 240}``,
   ``kLCMCandidateBlockM = 1920`` (lines 13-17), ``get_num_max_pool_tokens`` (20-28),
-  ``get_num_max_shared_sf_tokens`` (38-41), ``MegaMoESignals`` (53-87, scalar task counts),
+  ``get_num_max_shared_sf_tokens`` (37-40), ``MegaMoESignals`` (54-89, scalar task counts),
   ``Workspace::get_num_bytes`` (131-153: signals, source indices, combine metadata and the
-  post-expert-norm sums), ``SM90Workspace::get_num_bytes`` (338-349), ``MegaMoEBuffer`` (477-610:
-  shared-expert regions, combine slot per fused shared expert, per-token x scales).
-* ``deep_gemm/__init__.py`` ``get_symm_buffer_for_sm90_mega_moe`` (365-379) and
+  post-expert-norm sums), ``SM90Workspace`` (282-322), ``MegaMoEBuffer`` (481-619: shared-expert
+  regions, combine slot per fused shared expert, per-token x scales).
+* ``deep_gemm/__init__.py`` ``get_symm_buffer_for_sm90_mega_moe`` (365-379, alignment at 373) and
   ``deep_gemm/mega/__init__.py`` ``SymmBuffer.__init__`` (43-56): ``num_max_tokens_per_rank`` is
   aligned to ``_C.get_token_alignment_for_mega_moe()`` on both architectures.
 

@@ -165,7 +165,8 @@ def _check_sizes(plan: LaunchPlan) -> None:
 
     c = deep_gemm._C
     for d in _derived(plan, "deepgemm_num_max_tokens_per_rank"):
-        assert d.value % int(c.get_token_alignment_for_mega_moe()) == 0
+        alignment = int(c.get_token_alignment_for_mega_moe())
+        assert int(str(d.inputs["token_alignment"]).split()[0]) == alignment and d.value % alignment == 0
         COUNTS["token alignment == _C"] += 1
     for d in _derived(plan, "deepgemm_symm_buffer_bytes"):
         i = d.inputs

@@ -83,6 +83,18 @@ def test_sglang_converts_mxfp4_itself_with_the_same_checks():
     assert "MEMORY_EXCEEDED" in codes
 
 
+def test_sglang_conversion_is_its_own_and_said_unverified():
+    g = run(V4_FLASH, "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23").main
+    conv = g.chosen.conversion
+    assert conv.runtime == "engine: SGLANG_DSV4_FP4_DEQUANT=1" and "does not check" in conv.condition
+    assert [r.code.value for r in g.chosen.unverified] == ["CONVERSION_LOSSY"]
+    # an MXFP4 checkpoint SGLang does not mark as FP4 experts: no engine conversion
+    other = manual(architecture="SomeMoeForCausalLM")
+    g = run(other, "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23").main
+    assert g.chosen is None or g.chosen.conversion is None
+    assert all("ENGINE_UNSUPPORTED" in [r.code.value for r in c.failures] for c in g.conversions)
+
+
 def test_override_takes_the_conversion_unless_forbidden():
     d = run(V4_FLASH, "h200", dp=8, ep=8, override=SM90_FP8)
     assert d.main.chosen.conversion is not None

@@ -45,7 +45,7 @@ def prefill_tokens_per_rank(chunked_prefill_size: int, attn_dp_size: int) -> int
 
 
 def startup_check_tokens(chunked_prefill_size: int, tp_size: int, attn_dp_size: int) -> int:
-    """``required_per_rank`` of ``validate_mega_moe_token_budget`` (``mega_moe_hook.py:197-240``), for the CLI chunk."""
+    """``required_per_rank`` of ``validate_mega_moe_token_budget`` (``mega_moe_hook.py:199-239``), for the CLI chunk."""
     if attn_dp_size > 1:
         local = prefill_tokens_per_rank(chunked_prefill_size, attn_dp_size) // attn_dp_size
         return align(local, max(tp_size // attn_dp_size, 1))
@@ -90,7 +90,7 @@ def derive_sglang_token_cap(
     checked = startup_check_tokens(chunked_prefill_size, tp_size, attn_dp_size)
     if needs_token_budget(architecture, nvfp4_experts):
         check = (
-            f"SGLang's start-up check (mega_moe_hook.py:213-258) enforces >= {checked} for this chunk: it divides "
+            f"SGLang's start-up check (mega_moe_hook.py:199-257) enforces >= {checked} for this chunk: it divides "
             f"the per-rank chunk by attn_dp_size again; a step above the cap fails at run time, since "
             f"{architecture if not nvfp4_experts else 'NVFP4 experts'} has no fused-MoE fallback"
         )
