@@ -80,6 +80,13 @@ EXAMPLES: tuple[Example, ...] = (
         DeploymentFlags(device="h200", nodes=2, dp=16, ep=16),
         required=False,
     ),
+    Example(
+        "deepseek-v4-flash-nvfp4--8xb200",
+        "DeepSeek-V4-Flash-NVFP4 on 8 x B200 (DP8+EP8)",
+        "nvidia/DeepSeek-V4-Flash-NVFP4",
+        DeploymentFlags(device="b200", dp=8, ep=8),
+        required=False,
+    ),
 )
 ENGINES = (Engine.VLLM, Engine.SGLANG)
 
