@@ -230,3 +230,16 @@ def test_sgl_0232_sm100_shared_expert_regions() -> None:
     # NVFP4: 4-bit activations, one E4M3 scale per 16
     nv = dict(SGL.sm100_buffer_terms_0232(2, 4, 1920, 2, 512, 256, 3840, mma_type="nvfp4xnvfp4"))
     assert nv["x"] == 1920 * 256 and nv["x_sf"] == 1920 * 32
+
+
+def test_plans_find_the_formulas_through_the_declarations() -> None:
+    from moe_oracle.plan.resources import SizingMissingError, formula
+    from moe_oracle.registry import load_registry
+
+    assert formula("derive_deepgemm") is B.derive_deepgemm
+    assert formula("derive_mori_heap") is H.derive_mori_heap
+    declared = {v.key for v in load_registry().variants if v.sizing}
+    assert "deep_gemm_mega_moe:sm90_fp8xfp8" in declared and "aiter_mega_moe:gfx950_a8w4" in declared
+    with pytest.raises(SizingMissingError) as exc:
+        formula("no_such_formula")
+    assert "'no_such_formula'" in exc.value.one_line()
