@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+from moe_oracle.runtime.errors import BackendUnavailableError
+from moe_oracle.runtime.vendor import has_attr
+
 from ..._deep_gemm_layer import DeepGemmMegaMoE
 from . import staging, weights
 from .config import VARIANT
@@ -24,6 +27,17 @@ class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
     BUFFER_FNS = ("NVFP4SymmBuffer",)
     BUFFER_KWARGS: ClassVar[dict] = {}
     KERNEL_KWARGS: ClassVar[dict] = {"use_x_scales": True}
+
+    def _get_buffer(self) -> Any:
+        # sgl-deep-gemm has the kernel too (SymmBuffer with mma_type), but this layer calls the fork's front end
+        if not has_attr(self.dg, "NVFP4SymmBuffer"):
+            raise BackendUnavailableError(
+                f"{self.key}: this deep_gemm has nvfp4_mega_moe but no NVFP4SymmBuffer, the front end moe-oracle's "
+                "NVFP4 layer calls",
+                fix="install vLLM's DeepGEMM fork (vendored in vLLM >= 0.33), or serve through SGLang, which calls "
+                "sgl-deep-gemm's SymmBuffer itself",
+            )
+        return super()._get_buffer()
 
     def extra_kernel_kwargs(self) -> dict[str, Any]:
         ex = self.weights.extras

@@ -12,7 +12,7 @@ from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
-from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import Engine, ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.runtime.recipe import ActQuant, Recipe
 
@@ -56,6 +56,17 @@ VARIANT = VariantSpec(
                 "vllm-0.33.md §5.2",
                 "sgl-deep-gemm 0.2.3.post2 deep_gemm/mega/__init__.py:43-56, 296-330 (SymmBuffer, nvfp4_mega_moe)",
             ),
+        ),
+        c.scenario_predicate(
+            ReasonCode.KERNEL_MISSING,
+            lambda sc: sc.engine is not Engine.NONE or sc.software.has("deep_gemm", "NVFP4SymmBuffer"),
+            rule="moe-oracle's own NVFP4 layer (--engine none) allocates NVFP4SymmBuffer",
+            message=lambda sc: (
+                f"software profile '{sc.software.name}' has no NVFP4SymmBuffer: moe-oracle's own NVFP4 layer calls "
+                "the vLLM DeepGEMM fork's front end (an engine calls the kernel through its own)"
+            ),
+            remediation="Install vLLM's DeepGEMM fork (vendored in vLLM >= 0.33), or plan for an engine.",
+            sources=("vllm-0.33.md §5.2",),
         ),
     ),
     sources=("vllm-0.33.md §2.1, §2.8",),
