@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import CostEstimate
-from moe_oracle.engines.registry import engine_profile
+from moe_oracle.engine_gates import engine_profile
 from moe_oracle.rules import Conversion, Reason, Scenario, Status, VariantSpec
 
 

@@ -9,7 +9,7 @@ the variant is judged on the converted group with the same rules as any candidat
   ``EXPERT_MEMORY_FRACTION`` of the device memory (the rest is for the other weights, activations
   and the KV cache), else ``MEMORY_EXCEEDED``;
 - engine: moe-oracle's own runtime converts at load (``--engine none``); an engine converts only where
-  its profile declares its own :class:`~moe_oracle.engines.gates.EngineConversion` for the same
+  its profile declares its own :class:`~moe_oracle.rules.engine.EngineConversion` for the same
   formats (SGLang's ``SGLANG_DSV4_FP4_DEQUANT``), judged by the same numerics and memory rules plus
   the engine's own conditions; otherwise it loads checkpoints as stored.
 """
@@ -21,10 +21,10 @@ from dataclasses import dataclass
 from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
 from moe_oracle.cost.model import Workload, workload_cost
-from moe_oracle.engines.gates import EngineConversion
-from moe_oracle.engines.registry import engine_profile
+from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
+from moe_oracle.rules.engine import EngineConversion
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 

@@ -15,7 +15,7 @@ from moe_oracle.candidate import Candidate, evaluate_candidate
 from moe_oracle.conversions import ConversionOptions, conversion_candidates, expert_bytes_per_rank
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
-from moe_oracle.engines.registry import engine_profile, fallback_path
+from moe_oracle.engine_gates import engine_profile, fallback_path
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry

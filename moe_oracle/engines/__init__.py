@@ -1,1 +1,1 @@
-"""Engine integrations: each engine's own gates, fallbacks, launch plans and plug-ins."""
+"""Engine integrations: launch plans and plug-ins (each engine's gates are in :mod:`moe_oracle.engine_gates`)."""

@@ -13,11 +13,11 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from moe_oracle.engines.gates import EngineProfile, EngineSupport
 from moe_oracle.registry import Registry
 from moe_oracle.report.markdown import generated_header, md_table
 from moe_oracle.report.matrix import Matrix
 from moe_oracle.rules import Check, Engine, ReasonCode
+from moe_oracle.rules.engine import EngineProfile, EngineSupport
 
 DOCS_COMMAND = "moe-oracle matrix --docs docs"
 MATRIX_MD = "capability-matrix.md"
@@ -46,7 +46,7 @@ def docs_matrix() -> Matrix:
 
 
 def engine_profiles() -> list[EngineProfile]:
-    from moe_oracle.engines.registry import engine_profile
+    from moe_oracle.engine_gates import engine_profile
 
     return [p for p in (engine_profile(e) for e in Engine) if p is not None]
 

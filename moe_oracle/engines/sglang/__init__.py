@@ -1,1 +1,1 @@
-"""SGLang integration: gates of SGLang 0.5.23 and launch plans."""
+"""SGLang integration: launch plans (its gates: :mod:`moe_oracle.engine_gates.sglang`)."""

@@ -15,16 +15,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from moe_oracle.engines.gates import EngineConversion
+from moe_oracle.engine_gates.sglang import PROFILE
 from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
-from moe_oracle.engines.sglang.gates import PROFILE
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import MoELayerGroup, WeightFormat
 from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, Layout
 from moe_oracle.plan.resources import aiter_capacities, choose_mori_heap, derive_aiter_mtpr, derive_mori_heap, formula
+from moe_oracle.rules.engine import EngineConversion
 from moe_oracle.spec.deployment import Deployment
 
 #: The DeepGEMM build SGLang 0.5.23 pins (``sglang-0.5.23.dist-info/METADATA``: sgl-deep-gemm==0.2.3.post2).

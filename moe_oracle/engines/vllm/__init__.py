@@ -1,1 +1,1 @@
-"""vLLM integration: gates of vLLM 0.33, launch plans, the general plug-in."""
+"""vLLM integration: launch plans and the general plug-in (its gates: :mod:`moe_oracle.engine_gates.vllm`)."""

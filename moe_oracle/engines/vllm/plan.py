@@ -69,8 +69,8 @@ def _placeholder(replica: int, replicas: int) -> tuple[str, str]:
 
 def _runtime_groups(ctx: PlanContext) -> list:
     """The layer groups moe-oracle's runtime serves inside vLLM (the plug-in's route), in decision order."""
-    from moe_oracle.engines.gates import MOE_ORACLE_ROUTE
     from moe_oracle.engines.vllm.routes import group_routes
+    from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
 
     return [r for r in group_routes(ctx.decision) if r.route == MOE_ORACLE_ROUTE]
 

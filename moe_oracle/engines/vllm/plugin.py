@@ -292,10 +292,10 @@ def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
 
 
 def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome:
-    from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
     from moe_oracle.engines.vllm.routes import group_routes
     from moe_oracle.engines.vllm.table import decision_table
     from moe_oracle.plan.build import global_choice
+    from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
 
     fingerprint = _fingerprint(decision)
     routes = group_routes(decision)
@@ -326,10 +326,10 @@ def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome
 
 def _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where):
     """An explicit ``--moe-backend deep_gemm_mega_moe`` / ``aiter_mega_moe``: vLLM's own path must run it."""
-    from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
     from moe_oracle.engines.vllm.routes import candidate_route, refusal_lines
     from moe_oracle.engines.vllm.table import decision_table
     from moe_oracle.errors import OverrideRefusedError
+    from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
     from moe_oracle.selection import Override, decide
 
     fingerprint = _fingerprint(decision)

@@ -2,7 +2,7 @@
 
 A chosen variant reaches vLLM either through vLLM's own code (``--moe-backend deep_gemm_mega_moe``
 or ``aiter_mega_moe``, one value for the whole model) or through moe-oracle's runtime (the plug-in's
-out-of-tree ``RoutedExperts``, per layer group); see :mod:`moe_oracle.engines.vllm.gates`.
+out-of-tree ``RoutedExperts``, per layer group); see :mod:`moe_oracle.engine_gates.vllm`.
 Torch-free and vLLM-free: the config hook and ``moe-oracle plan`` both use it.
 """
 
@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
-from moe_oracle.engines.vllm.gates import PROFILE
+from moe_oracle.engine_gates.vllm import PROFILE
 from moe_oracle.engines.vllm.shipped import LayerPlan
 from moe_oracle.rules import Reason, Scenario, Status
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
 
 
 @dataclass(frozen=True)

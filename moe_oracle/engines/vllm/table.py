@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moe_oracle.engines.gates import ENGINE_ROUTE, MOE_ORACLE_ROUTE
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
 
 _RUNS = {
     ENGINE_ROUTE: "vLLM's own {key}",

@@ -13,10 +13,10 @@ Two routes reach a fused kernel in vLLM 0.33:
 
 from __future__ import annotations
 
-from moe_oracle.engines.gates import EngineProfile, EngineSupport
 from moe_oracle.model.types import Scoring, WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
+from moe_oracle.rules.engine import EngineProfile, EngineSupport
 
 VERSION = "0.33.0"
 DSV4_ARCHITECTURES = (

@@ -13,7 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from moe_oracle.model.types import WeightFormat
-from moe_oracle.rules import Check, Conversion, Reason, ReasonCode, Scenario, Status, VariantSpec
+from moe_oracle.rules.check import Check, Reason, Status
+from moe_oracle.rules.conversion import Conversion
+from moe_oracle.rules.reasons import ReasonCode
+from moe_oracle.rules.scenario import Scenario
+from moe_oracle.rules.variant import VariantSpec
 
 ENGINE_ROUTE = "engine"
 MOE_ORACLE_ROUTE = "moe-oracle"

@@ -12,10 +12,10 @@ conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below)
 
 from __future__ import annotations
 
-from moe_oracle.engines.gates import EngineConversion, EngineProfile, EngineSupport
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import ReasonCode
 from moe_oracle.rules import checks as c
+from moe_oracle.rules.engine import EngineConversion, EngineProfile, EngineSupport
 
 VERSION = "0.5.23"
 _SRC = "sglang 0.5.23 wheel: srt/layers/moe/mega_moe.py, srt/layers/quantization/fp8.py, srt/arg_groups"

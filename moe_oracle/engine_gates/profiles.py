@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from moe_oracle.engines.gates import EngineProfile
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import Engine
+from moe_oracle.rules.engine import EngineProfile
 from moe_oracle.spec.device import DeviceSpec, Vendor
 
 
 def engine_profile(engine: Engine) -> EngineProfile | None:
     if engine is Engine.VLLM:
-        from moe_oracle.engines.vllm.gates import PROFILE
+        from moe_oracle.engine_gates.vllm import PROFILE
 
         return PROFILE
     if engine is Engine.SGLANG:
-        from moe_oracle.engines.sglang.gates import PROFILE
+        from moe_oracle.engine_gates.sglang import PROFILE
 
         return PROFILE
     return None
