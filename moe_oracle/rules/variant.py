@@ -8,8 +8,8 @@ from typing import Any
 
 from moe_oracle.rules.check import Check, Reason
 from moe_oracle.rules.conversion import Conversion
+from moe_oracle.rules.recipe import Recipe
 from moe_oracle.rules.scenario import Scenario
-from moe_oracle.runtime.recipe import Recipe
 
 
 @dataclass(frozen=True)

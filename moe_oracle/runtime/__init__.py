@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 
 _LAZY = {
     "build_layer": "moe_oracle.runtime.build",

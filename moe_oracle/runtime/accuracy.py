@@ -28,6 +28,7 @@ import torch
 
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, QuantSpec, WeightFormat
+from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig
 from moe_oracle.runtime.quantize import (
     BF16,
@@ -39,7 +40,6 @@ from moe_oracle.runtime.quantize import (
     dequantize_experts,
     quantize_experts,
 )
-from moe_oracle.runtime.recipe import ActQuant
 from moe_oracle.runtime.reference import calc_diff, reference_moe, rel_l2, swiglu
 from moe_oracle.runtime.routing import random_hash_table, route
 

@@ -1,4 +1,4 @@
-"""Activation quantization at each :class:`~moe_oracle.runtime.recipe.ActQuant` point, per vendor.
+"""Activation quantization at each :class:`~moe_oracle.rules.recipe.ActQuant` point, per vendor.
 
 Two places quantize activations and they follow different rules:
 
@@ -31,7 +31,7 @@ from typing import Literal
 import torch
 
 import moe_oracle.numerics as N
-from moe_oracle.runtime.recipe import ActQuant
+from moe_oracle.rules.recipe import ActQuant
 
 Vendor = Literal["deepgemm", "aiter"]
 Fp8ScaleRule = Literal["kernel", "exact"]

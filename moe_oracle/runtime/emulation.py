@@ -1,6 +1,6 @@
 """The numerics twin of every fused kernel: ``EmulatedMegaMoE`` (key ``emulation:<variant>``).
 
-Driven only by the variant's :class:`~moe_oracle.runtime.recipe.Recipe` and weight format
+Driven only by the variant's :class:`~moe_oracle.rules.recipe.Recipe` and weight format
 (``VariantSpec``), it runs on CPU or GPU in plain torch:
 
 1. the hidden states are quantized as the variant's staging does (bit-exact, the same code as
@@ -32,11 +32,11 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.runtime.actquant import fake_quant_input, fake_quant_intermediate
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.quantize import dequantize_expert, dequantize_range, experts_to
-from moe_oracle.runtime.recipe import ActQuant, Recipe
 from moe_oracle.runtime.reference import swiglu
 
 if TYPE_CHECKING:

@@ -26,8 +26,8 @@ from typing import Any, Literal
 import torch
 
 import moe_oracle.numerics as N
+from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.actquant import Vendor, stage_input
-from moe_oracle.runtime.recipe import ActQuant
 
 ScaleLayout = Literal["none", "fp32", "ue8m0", "e4m3", "bytes"]
 

@@ -22,7 +22,7 @@ from moe_oracle.report.scenarios import build_scenarios
 from moe_oracle.report.text import render_table
 from moe_oracle.rules import ReasonCode, Status, VariantSpec
 from moe_oracle.rules import checks as c
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 from tests.cli.runner import cli, imported_modules
 
 HEAVY = ("torch", "numpy", "deep_gemm", "aiter", "mori", "flydsl", "vllm", "sglang", "huggingface_hub", "pynvml")
@@ -103,7 +103,7 @@ def _write_plugin(root: Path) -> None:
             """
             from moe_oracle.rules import VariantSpec
             from moe_oracle.rules import checks as c
-            from moe_oracle.runtime.recipe import ActQuant, Recipe
+            from moe_oracle.rules.recipe import ActQuant, Recipe
             from moe_oracle.spec.device import Arch
 
 

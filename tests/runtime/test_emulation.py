@@ -19,11 +19,11 @@ from __future__ import annotations
 import pytest
 import torch
 
+from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, rel_l2, route
 from moe_oracle.runtime.accuracy import variant_weight_quant
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, quantize_experts
-from moe_oracle.runtime.recipe import ActQuant, Recipe
 
 from .conftest import PRESETS, masters, small_group
 

@@ -15,11 +15,11 @@ import pytest
 import torch
 
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, variant_weight_quant
 from moe_oracle.runtime.errors import BackendUnavailableError
 from moe_oracle.runtime.quantize import quantize_experts
-from moe_oracle.runtime.recipe import ActQuant
 
 pytestmark = pytest.mark.gpu
 

@@ -14,7 +14,7 @@ from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 
 
 def _mxfp4(q: QuantSpec) -> bool:

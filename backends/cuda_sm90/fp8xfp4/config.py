@@ -13,7 +13,7 @@ from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §0: sm90_mega.hpp @ DeepGEMM PR #323 (8ddf7f9)"

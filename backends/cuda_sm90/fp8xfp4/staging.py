@@ -7,7 +7,7 @@ Bit-exact to ``moe_oracle.numerics``; the eager path and, where named, the fused
 
 from __future__ import annotations
 
-from moe_oracle.runtime.recipe import ActQuant
+from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.staging import StagingSpec
 
 SPEC = StagingSpec(ActQuant.FP8_G128_FP32, "fp32", triton_recipe="fp8_g128")

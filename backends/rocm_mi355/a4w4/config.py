@@ -11,7 +11,7 @@ from moe_oracle_backends.rocm_mi355.heap import SIZING
 
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 
 _NEWER = "kernels.md §2: mega_moe_v2.py @03447f9f (a4w4 only for world_size == 16)"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import torch
 
-from moe_oracle.runtime.recipe import ActQuant
+from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.staging import StagingSpec
 
 SPEC = StagingSpec(ActQuant.MXFP4, "bytes", vendor="aiter", quantize_on_host=False, ids_dtype=torch.int32)

@@ -11,7 +11,7 @@ from moe_oracle_backends.rocm_mi355.heap import SIZING
 
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
-from moe_oracle.runtime.recipe import ActQuant, Recipe
+from moe_oracle.rules.recipe import ActQuant, Recipe
 
 VARIANT = VariantSpec(
     backend=BACKEND,
