@@ -166,7 +166,7 @@ def _write_docs(docs_dir: str, kw: dict[str, Any]) -> None:
             f"--docs writes the default matrix and cannot be combined with {', '.join(changed)}",
             fix="run moe-oracle matrix --docs DIR alone, or drop --docs.",
         )
-    from moe_oracle.report.docs import write_docs
+    from moe_oracle.cli.docs import write_docs
 
     for path in write_docs(docs_dir):
         click.echo(f"wrote {path}", err=True)

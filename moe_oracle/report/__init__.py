@@ -4,8 +4,9 @@
 scenario (model, device, topology, engine, software) and reads every candidate's verdict, so
 each cell agrees with ``moe-oracle select`` by construction. The renderers turn one
 :class:`~moe_oracle.report.matrix.Matrix` into a terminal table, markdown, JSON or a
-self-contained HTML page; :mod:`moe_oracle.report.docs` writes ``docs/`` from the
-declarations. Nothing here imports torch or a kernel library.
+self-contained HTML page; :mod:`moe_oracle.report.docs` renders the report's pages of ``docs/``
+from the declarations (:mod:`moe_oracle.cli.docs` writes them, with the CLI page). Nothing here
+imports torch or a kernel library.
 """
 
 from moe_oracle.report.matrix import Cell, Matrix, MatrixScenario, Verdict, build_matrix

@@ -1,17 +1,13 @@
-"""Generate ``docs/`` from the declarations: the capability matrix, variants, reason codes.
+"""The report's pages of ``docs/``, from the declarations: the capability matrix, variants, reason codes.
 
-Run ``moe-oracle matrix --docs docs`` (or ``python -m moe_oracle.report.docs [DIR]``). The
+:mod:`moe_oracle.cli.docs` adds the CLI page and writes them all (``moe-oracle matrix --docs docs``). The
 files cover moe-oracle's own backends only (third-party plug-ins installed here are left out),
 judge the default scenarios with the bundled advisories and no environment, and hold no date
 or version, so they change only when a declaration, a preset or the oracle's rules change.
-Tests fail when a committed file differs from what this module generates.
+Tests fail when a committed file differs from what is generated.
 """
 
 from __future__ import annotations
-
-import sys
-from collections.abc import Callable
-from pathlib import Path
 
 from moe_oracle.registry import Registry
 from moe_oracle.report.markdown import generated_header, md_table
@@ -24,8 +20,7 @@ MATRIX_MD = "capability-matrix.md"
 MATRIX_HTML = "capability-matrix.html"
 VARIANTS_MD = "variants.md"
 REASONS_MD = "reason-codes.md"
-CLI_MD = "cli.md"
-FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD, CLI_MD)
+REPORT_FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD)
 
 
 def docs_registry() -> Registry:
@@ -179,9 +174,8 @@ def render_reason_codes(registry: Registry, profiles: list[EngineProfile], comma
     return "\n".join(lines) + "\n"
 
 
-def generate_docs() -> dict[str, str]:
-    """File name -> generated text, for every file under ``docs/`` this module owns."""
-    from moe_oracle.report.cli_examples import render_cli
+def generate_report_docs() -> dict[str, str]:
+    """File name -> generated text, for the report's pages (:data:`REPORT_FILES`)."""
     from moe_oracle.report.html import render_html
     from moe_oracle.report.markdown import render_markdown
 
@@ -193,43 +187,7 @@ def generate_docs() -> dict[str, str]:
         MATRIX_HTML: render_html(matrix),
         VARIANTS_MD: render_variants(registry, profiles),
         REASONS_MD: render_reason_codes(registry, profiles),
-        CLI_MD: render_cli(DOCS_COMMAND),
     }
 
 
-def write_docs(directory: str | Path, generate: Callable[[], dict[str, str]] = generate_docs) -> list[Path]:
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate().items():
-        path = out / name
-        path.write_text(text, encoding="utf-8", newline="\n")
-        written.append(path)
-    return written
-
-
-def stale(directory: str | Path) -> list[str]:
-    """Names of the generated files under ``directory`` that are missing or out of date."""
-    out = Path(directory)
-    bad = []
-    for name, text in generate_docs().items():
-        path = out / name
-        if not path.is_file() or path.read_text(encoding="utf-8") != text:
-            bad.append(name)
-    return bad
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) > 1 or (args and args[0] in ("-h", "--help")):
-        print("usage: python -m moe_oracle.report.docs [DIR]   (default: docs)")
-        return 0 if args and args[0] in ("-h", "--help") else 2
-    for path in write_docs(args[0] if args else "docs"):
-        print(f"wrote {path}", file=sys.stderr)
-    return 0
-
-
-__all__ = ["DOCS_COMMAND", "FILES", "generate_docs", "stale", "write_docs"]
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+__all__ = ["DOCS_COMMAND", "REPORT_FILES", "generate_report_docs"]

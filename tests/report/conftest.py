@@ -22,6 +22,6 @@ def default_matrix() -> Matrix:
 
 @pytest.fixture(scope="session")
 def generated_docs() -> dict[str, str]:
-    from moe_oracle.report.docs import generate_docs
+    from moe_oracle.cli.docs import generate_docs
 
     return generate_docs()

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from moe_oracle.cli.docs import FILES
 from moe_oracle.engine_gates import engine_profile
-from moe_oracle.report.docs import DOCS_COMMAND, FILES, MATRIX_MD, REASONS_MD, VARIANTS_MD, docs_registry
+from moe_oracle.report.docs import DOCS_COMMAND, MATRIX_MD, REASONS_MD, VARIANTS_MD, docs_registry
 from moe_oracle.rules import Engine, ReasonCode
 from tests.report.conftest import DOCS, REPO
 
@@ -71,7 +72,7 @@ def test_reason_codes_doc_covers_every_code(generated_docs: dict[str, str]):
 def test_docs_module_and_matrix_docs_write_the_same_files(tmp_path: Path, generated_docs: dict[str, str]):
     out = tmp_path / "docs"
     p = subprocess.run(
-        [sys.executable, "-m", "moe_oracle.report.docs", str(out)],
+        [sys.executable, "-m", "moe_oracle.cli.docs", str(out)],
         capture_output=True,
         text=True,
         cwd=REPO,
