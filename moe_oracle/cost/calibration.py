@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
+from moe_oracle.cost.active_experts import expected_active_experts
+
 
 @dataclass(frozen=True)
 class Calibration:
@@ -131,8 +133,6 @@ class DecodeFit:
 def decode_fit(cal: Calibration, max_tokens: int = 128) -> DecodeFit:
     """Least-squares (relative error) fit of a fixed cost plus a cost per active expert to the points with
     ``T <= max_tokens`` (active experts as measured, else expected from uniform routing)."""
-    from moe_oracle.cost.model import expected_active_experts
-
     rows, ys = [], []
     for tokens, active, us in cal.points:
         if tokens <= max_tokens:
@@ -155,8 +155,6 @@ def fit(cal: Calibration) -> Fit:
 def fit_pooled(cals: tuple[Calibration, ...]) -> Fit:
     """Fit the three-term model to the points of several calibrations at once (one variant, several shapes):
     each point's features come from its own shape, so the coefficients are what the shapes share."""
-    from moe_oracle.cost.model import expected_active_experts
-
     rows, ys = [], []
     for cal in cals:
         for tokens, active, us in cal.points:

@@ -1,8 +1,7 @@
 """Expected kernel time per MoE layer call, from calibrations or a roofline.
 
 Units: microseconds per layer call on one rank; tokens are per rank. Expected active experts
-follow from uniform routing: with ``T * ep`` tokens each choosing ``k`` of ``E`` experts, a given
-expert is hit with probability ``1 - (1 - k/E) ** (T * ep)``.
+follow from uniform routing (:mod:`moe_oracle.cost.active_experts`).
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from moe_oracle.cost.active_experts import expected_active_experts
 from moe_oracle.cost.calibration import Calibration, features, fit_pooled, load_calibrations
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import VariantSpec
@@ -69,13 +69,6 @@ class CostEstimate:
     us: float
     basis: str
     measured: bool
-
-
-def expected_active_experts(num_experts: int, top_k: int, tokens_per_rank: int, ep: int) -> float:
-    """Expected distinct experts one rank runs for ``tokens_per_rank`` tokens on every rank."""
-    local = num_experts / ep
-    p_miss = (1.0 - top_k / num_experts) ** (tokens_per_rank * ep)
-    return local * (1.0 - p_miss)
 
 
 def _calibrations_for(
