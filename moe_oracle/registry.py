@@ -14,9 +14,9 @@ import functools
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 
-from moe_oracle.cost.nonfused import NonFusedPath
 from moe_oracle.errors import OracleError
 from moe_oracle.rules import VariantSpec
+from moe_oracle.rules.nonfused import NonFusedPath
 
 GROUP = "moe_oracle.backends"
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from moe_oracle.cost.nonfused import NonFusedPath
 from moe_oracle.rules import VariantSpec
+from moe_oracle.rules.nonfused import NonFusedPath
 
 
 def variants() -> tuple[VariantSpec | NonFusedPath, ...]:

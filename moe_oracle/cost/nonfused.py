@@ -9,48 +9,17 @@ family, weight format, EP size, and the engines whose non-fused path it represen
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from moe_oracle.model.types import MoELayerGroup, WeightFormat
+from moe_oracle.model.types import MoELayerGroup
+from moe_oracle.registry import load_registry
 from moe_oracle.rules import Engine
+from moe_oracle.rules.nonfused import NonFusedPath
 from moe_oracle.spec.deployment import Deployment
 
-
-@dataclass(frozen=True)
-class NonFusedPath:
-    """One non-fused implementation with a calibration (``cost/calibration.json`` key ``nonfused:<name>``).
-
-    ``runtime`` (``module:Class``) and ``layout`` name moe-oracle's own implementation of the path
-    (declared by the backend that owns it, e.g. ``backends/cuda_sm90/nonfused``), which
-    ``build_layer("nonfused:<name>")`` builds.
-    """
-
-    name: str
-    description: str
-    arch_family: str
-    formats: tuple[WeightFormat, ...]
-    engines: tuple[Engine, ...]
-    ep: int = 1
-    runtime: str = ""
-    layout: str = "psum"
-
-    @property
-    def key(self) -> str:
-        return f"nonfused:{self.name}"
-
-    def applies(self, group: MoELayerGroup, deployment: Deployment, engine: Engine) -> bool:
-        return (
-            deployment.device.arch.family == self.arch_family
-            and group.weight_format in self.formats
-            and deployment.parallel.ep == self.ep
-            and engine in self.engines
-        )
+__all__ = ["NonFusedPath", "applicable_paths", "declared_paths", "path_for_key"]
 
 
 def declared_paths() -> tuple[NonFusedPath, ...]:
     """Every non-fused path the registered backends declare (``moe_oracle.backends`` entry points)."""
-    from moe_oracle.registry import load_registry
-
     return load_registry().nonfused
 
 

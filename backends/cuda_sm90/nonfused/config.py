@@ -6,9 +6,9 @@ Triton glue) and ranked only where it was measured (``moe_oracle/data/calibratio
 
 from __future__ import annotations
 
-from moe_oracle.cost.nonfused import NonFusedPath
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import Engine
+from moe_oracle.rules.nonfused import NonFusedPath
 
 _RUNTIME = "moe_oracle_backends.cuda_sm90.nonfused.layer:GroupedGemmMoE"
 
