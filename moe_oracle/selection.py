@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
-from moe_oracle.conversions import ConversionOptions, conversion_candidates, expert_bytes_per_rank
+from moe_oracle.conversion_candidates import ConversionOptions, conversion_candidates, expert_bytes_per_rank
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.engine_gates import engine_profile, fallback_path

@@ -7,7 +7,7 @@ import json
 import pytest
 import torch
 
-from moe_oracle.conversions import ConversionOptions, expert_bytes_per_rank
+from moe_oracle.conversion_candidates import ConversionOptions, expert_bytes_per_rank
 from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
