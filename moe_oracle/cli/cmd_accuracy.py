@@ -85,7 +85,7 @@ def accuracy(
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.render import console
+    from moe_oracle.cli.console import console
 
     con = console()
     con.print(

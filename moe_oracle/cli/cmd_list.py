@@ -67,7 +67,7 @@ def list_(what: str, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    from moe_oracle.cli.render import console
+    from moe_oracle.cli.console import console
 
     table = Table(header_style="bold", box=None, pad_edge=False)
     for key in rows[0]:

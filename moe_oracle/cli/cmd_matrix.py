@@ -129,7 +129,7 @@ def _emit_table(result: Any, output: str | None) -> None:
     from moe_oracle.report.text import render_table
 
     if output is None:
-        from moe_oracle.cli.render import console
+        from moe_oracle.cli.console import console
 
         render_table(result, console())
         return

@@ -12,7 +12,7 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (see docs/cli.md).")
 def model(model: str, as_json: bool) -> None:
     """Describe MODEL's MoE layer groups (preset id, Hub id in the local cache, directory, config.json, manual JSON)."""
-    from moe_oracle.model.render import description_to_json
+    from moe_oracle.model.description_json import description_to_json
     from moe_oracle.model.resolve import resolve_model
 
     desc = resolve_model(model)
@@ -23,7 +23,7 @@ def model(model: str, as_json: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.render import console
+    from moe_oracle.cli.console import console
     from moe_oracle.model.types import layer_span
 
     con = console()

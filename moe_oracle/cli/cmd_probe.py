@@ -20,7 +20,7 @@ def probe(as_json: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.render import console
+    from moe_oracle.cli.console import console
 
     con = console()
     gpus = report["gpus"]

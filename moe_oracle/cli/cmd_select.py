@@ -139,6 +139,6 @@ def _emit(decision: Any, doc: dict[str, Any], as_json: bool, all_reasons: bool) 
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
-    from moe_oracle.cli.render import render_decision
+    from moe_oracle.cli.decision_text import render_decision
 
     render_decision(decision, doc, all_reasons=all_reasons)

@@ -26,8 +26,8 @@ from pydantic import ValidationError
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters._engine import order_groups
 from moe_oracle.model.adapters._view import check_int, is_number, json_type, show
+from moe_oracle.model.description_json import ACTIVATION_KEYS, GROUP_KEYS, ROUTING_KEYS, TOP_LEVEL_KEYS
 from moe_oracle.model.loader import read_json_file
-from moe_oracle.model.render import ACTIVATION_KEYS, GROUP_KEYS, ROUTING_KEYS, TOP_LEVEL_KEYS
 from moe_oracle.model.types import (
     MAX_EXPERTS,
     MAX_HIDDEN_SIZE,

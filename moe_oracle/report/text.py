@@ -92,7 +92,7 @@ def _table(matrix: Matrix, rows: list[int], chunk: list[int], cols: dict[str, st
 
 
 def render_table(matrix: Matrix, con: Any) -> None:
-    """Print the matrix on a rich console (see :func:`moe_oracle.cli.render.console`)."""
+    """Print the matrix on a rich console (see :func:`moe_oracle.cli.console.console`)."""
     from rich.markup import escape
     from rich.text import Text
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.adapters import describe_config
-from moe_oracle.model.adapters.registry import supported_architectures, supported_model_types
-from moe_oracle.model.render import description_to_json
+from moe_oracle.model.adapters.catalog import supported_architectures, supported_model_types
+from moe_oracle.model.description_json import description_to_json
 from moe_oracle.model.types import ModelDescription
 from tests.model.model_test_helpers import FIXTURES, PRESETS, load_dir
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from moe_oracle.model.adapters import describe_model, list_presets
+from moe_oracle.model.description_json import description_to_json
 from moe_oracle.model.loader import load_model_source
-from moe_oracle.model.render import description_to_json
 
 NO_CLAMP = {"kind": "swiglu", "clamp": None}
 CLAMP_10 = {"kind": "swiglu", "clamp": 10.0}

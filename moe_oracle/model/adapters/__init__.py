@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from moe_oracle.errors import BadInputError, ModelConfigError, UnsupportedArchitectureError
 from moe_oracle.model.adapters._engine import describe_with_rules
 from moe_oracle.model.adapters._view import FIX_VALUE, json_type, show
-from moe_oracle.model.adapters.registry import find_rules, supported_architectures, supported_model_types
+from moe_oracle.model.adapters.catalog import find_rules, supported_architectures, supported_model_types
 from moe_oracle.model.loader import list_presets, load_model_source
 from moe_oracle.model.types import ModelDescription
 

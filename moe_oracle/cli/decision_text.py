@@ -9,15 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from moe_oracle.cli.console import console
 from moe_oracle.model.types import layer_span
 from moe_oracle.rules import ReasonCode
 from moe_oracle.selection import Candidate, Decision, GroupDecision
-
-
-def console() -> Any:
-    from rich.console import Console
-
-    return Console(width=120, highlight=False, soft_wrap=False)
 
 
 def _group_title(g: GroupDecision) -> str:
