@@ -16,29 +16,17 @@ the variant is judged on the converted group with the same rules as any candidat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
-from moe_oracle.cost.model import Workload, workload_cost
+from moe_oracle.cost.model import workload_cost
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.question import Question
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.rules.engine import EngineConversion
-from moe_oracle.software.types import SoftwareProfile
-from moe_oracle.spec.deployment import Deployment
 
 #: Share of a GPU's memory the routed experts may take after a conversion.
 EXPERT_MEMORY_FRACTION = 0.6
 GIB = 1 << 30
-
-
-@dataclass(frozen=True)
-class ConversionOptions:
-    """``enabled=False`` is ``--no-convert``; ``allow_lossy`` is ``--allow-lossy-conversion``."""
-
-    enabled: bool = True
-    allow_lossy: bool = False
 
 
 def expert_bytes_per_rank(model: ModelDescription, ep: int, conversion: Conversion | None = None) -> int:
@@ -57,11 +45,10 @@ def _engine_conversion(engine: Engine, conv: Conversion) -> EngineConversion | N
     return profile.conversion(conv) if profile is not None else None
 
 
-def _conversion_reasons(
-    conv: Conversion, scenario: Scenario, model: ModelDescription, options: ConversionOptions
-) -> list[Reason]:
+def _conversion_reasons(conv: Conversion, scenario: Scenario, question: Question) -> list[Reason]:
+    """``scenario``: the question's scenario for the converted group."""
     reasons = []
-    deployment, engine = scenario.deployment, scenario.engine
+    model, deployment, engine = question.model, scenario.deployment, scenario.engine
     own = _engine_conversion(engine, conv)
     if own is not None:
         reasons += own.evaluate(scenario)
@@ -75,7 +62,7 @@ def _conversion_reasons(
                 rule="load-time conversion with --engine none",
             )
         )
-    if not conv.lossless and not options.allow_lossy:
+    if not conv.lossless and not question.conversion.allow_lossy:
         reasons.append(
             Reason(
                 ReasonCode.CONVERSION_LOSSY,
@@ -103,34 +90,24 @@ def _conversion_reasons(
     return reasons
 
 
-def conversion_candidates(
-    group: MoELayerGroup,
-    model: ModelDescription,
-    deployment: Deployment,
-    software: SoftwareProfile,
-    engine: Engine,
-    specs: tuple[VariantSpec, ...],
-    advisories: tuple[Advisory, ...],
-    workload: Workload,
-    options: ConversionOptions,
-    engine_version: str | None,
-) -> list[Candidate]:
-    """Every variant that could serve ``group`` after converting its experts, judged and costed."""
-    if not options.enabled:
+def conversion_candidates(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, ...]) -> list[Candidate]:
+    """Every variant of ``specs`` that could serve ``group`` after converting its experts, judged and costed."""
+    if not question.conversion.enabled:
         return []
     out = []
     for spec in specs:
         for conv in spec.conversions:
             if conv.source is not group.weight_format:
                 continue
-            own = _engine_conversion(engine, conv)
+            own = _engine_conversion(question.engine, conv)
             conv = own.stand_in(conv) if own is not None else conv
             converted = group.model_copy(update={"weight_quant": conv.target})
-            scenario = Scenario(converted, deployment, software, engine, model.architecture, model.model_type)
-            reasons = evaluate_candidate(spec, scenario, advisories, engine_version)
-            reasons += _conversion_reasons(conv, scenario, model, options)
+            scenario = question.scenario(converted)
+            reasons = evaluate_candidate(spec, scenario, question.advisories, question.engine_version)
+            reasons += _conversion_reasons(conv, scenario, question)
             cand = Candidate(spec, tuple(reasons), conversion=conv)
             if cand.eligible:
-                cand = Candidate(spec, cand.reasons, workload_cost(spec, converted, deployment, workload), conv)
+                cost = workload_cost(spec, converted, question.deployment, question.workload)
+                cand = Candidate(spec, cand.reasons, cost, conv)
             out.append(cand)
     return out

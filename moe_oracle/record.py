@@ -17,10 +17,10 @@ from pydantic import ValidationError
 
 from moe_oracle import __version__
 from moe_oracle.advisories import Advisory
-from moe_oracle.conversion_candidates import ConversionOptions
 from moe_oracle.cost.model import Workload
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import ModelDescription
+from moe_oracle.question import ConversionOptions
 from moe_oracle.rules import Engine
 from moe_oracle.selection import Decision, Override
 from moe_oracle.software.types import SoftwareProfile

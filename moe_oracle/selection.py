@@ -1,25 +1,29 @@
 """Selection: every candidate gets a verdict; eligible ones are ranked by expected cost.
 
 :func:`decide` is the one decision function behind automatic selection, explicit overrides,
-the capability matrix and the engine plug-ins. It is a pure function of its inputs (model
-description, deployment, software profile, engine, override, advisories, workload), so every
-process of a server reaches the same decision and a decision record can be replayed.
+the capability matrix and the engine plug-ins. It builds the :class:`~moe_oracle.question.Question`
+(model description, deployment, software profile, engine, workload, conversion options,
+advisories) and answers it with :func:`decide_automatically` or, given an override,
+:func:`decide_with_override`. Both are pure functions of the question, the override and the
+registered variants, so every process of a server reaches the same decision and a decision
+record can be replayed.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
-from moe_oracle.conversion_candidates import ConversionOptions, conversion_candidates, expert_bytes_per_rank
+from moe_oracle.conversion_candidates import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
-from moe_oracle.engine_gates import engine_profile, fallback_path
+from moe_oracle.engine_gates import fallback_path
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
+from moe_oracle.question import ConversionOptions, Question
 from moe_oracle.registry import Registry, load_registry
-from moe_oracle.rules import Engine, Scenario, VariantSpec
+from moe_oracle.rules import Engine, VariantSpec
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 
@@ -95,20 +99,42 @@ def _chosen_json(c: Candidate) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Decision:
-    model: ModelDescription
-    deployment: Deployment
-    software: SoftwareProfile
-    engine: Engine
+    """The answer to a :class:`~moe_oracle.question.Question`: one :class:`GroupDecision` per layer group,
+    the override it honoured (if any) and the warnings of a refused override that fell back."""
+
+    question: Question
     override: Override | None
     allow_fallback: bool
-    workload: Workload
     groups: tuple[GroupDecision, ...]
     warnings: tuple[str, ...] = field(default=())
-    conversion: ConversionOptions = field(default=ConversionOptions())
 
     @property
     def main(self) -> GroupDecision:
         return self.groups[0]
+
+    @property
+    def model(self) -> ModelDescription:
+        return self.question.model
+
+    @property
+    def deployment(self) -> Deployment:
+        return self.question.deployment
+
+    @property
+    def software(self) -> SoftwareProfile:
+        return self.question.software
+
+    @property
+    def engine(self) -> Engine:
+        return self.question.engine
+
+    @property
+    def workload(self) -> Workload:
+        return self.question.workload
+
+    @property
+    def conversion(self) -> ConversionOptions:
+        return self.question.conversion
 
 
 def _rank(cands: list[Candidate]) -> list[Candidate]:
@@ -123,33 +149,6 @@ def _rank(cands: list[Candidate]) -> list[Candidate]:
     )
     rejected = [c for c in cands if not c.eligible]
     return eligible + rejected
-
-
-def _decide_group(
-    group: MoELayerGroup,
-    model: ModelDescription,
-    deployment: Deployment,
-    software: SoftwareProfile,
-    engine: Engine,
-    specs: tuple[VariantSpec, ...],
-    advisories: tuple[Advisory, ...],
-    workload: Workload,
-    conversion: ConversionOptions,
-) -> tuple[list[Candidate], list[Candidate], str]:
-    scenario = Scenario(group, deployment, software, engine, model.architecture, model.model_type)
-    profile = engine_profile(engine)
-    engine_version = profile.version if profile else None
-    cands = []
-    for spec in specs:
-        reasons = tuple(evaluate_candidate(spec, scenario, advisories, engine_version))
-        cand = Candidate(spec, reasons)
-        if cand.eligible:
-            cand = Candidate(spec, reasons, workload_cost(spec, group, deployment, workload))
-        cands.append(cand)
-    converted = conversion_candidates(
-        group, model, deployment, software, engine, specs, advisories, workload, conversion, engine_version
-    )
-    return _rank(cands), _rank(converted), fallback_path(engine, group, deployment.device)
 
 
 def decide(
@@ -167,93 +166,118 @@ def decide(
 ) -> Decision:
     """Decide the backend of every layer group.
 
-    Without ``override`` the cheapest eligible candidate is chosen per group, or none (the
-    engine's non-fused path, named in ``fallback``). With ``override``, the named backend
-    (variant) must be eligible for every group: otherwise :class:`OverrideRefusedError` lists
-    every reason, unless ``allow_fallback``, in which case the group falls back to automatic
-    selection with a warning naming what runs instead. ``conversion`` governs load-time
-    conversions (enabled, lossless only, by default); a converting candidate is chosen only when
-    it is expected to be faster than every candidate serving the checkpoint as stored.
+    Without ``override`` this is :func:`decide_automatically`: the cheapest eligible candidate per
+    group, or none (the engine's non-fused path, named in ``fallback``). With ``override`` it is
+    :func:`decide_with_override`: the named backend (variant) must be eligible for every group,
+    otherwise :class:`OverrideRefusedError` lists every reason, unless ``allow_fallback``, in which
+    case the group keeps the automatic choice with a warning naming what runs instead.
+    ``conversion`` governs load-time conversions (enabled, lossless only, by default); a converting
+    candidate is chosen only when it is expected to be faster than every candidate serving the
+    checkpoint as stored. ``workload`` defaults to :meth:`Workload.default` for the deployment.
     """
     reg = registry or load_registry()
-    workload = workload or Workload.default(deployment.parallel.tokens_per_rank)
-    conversion = conversion or ConversionOptions()
-    if override is not None:
-        _check_override_name(override, reg)
+    question = Question.of(
+        model, deployment, software, engine=engine, workload=workload, conversion=conversion, advisories=advisories
+    )
+    if override is None:
+        # allow_fallback is recorded as given, so a record replays with the same inputs
+        return replace(decide_automatically(question, reg), allow_fallback=allow_fallback)
+    return decide_with_override(question, override, reg, allow_fallback=allow_fallback)
+
+
+def decide_automatically(question: Question, registry: Registry | None = None) -> Decision:
+    """The cheapest eligible candidate of every layer group (as stored or after a load-time conversion),
+    kept only where it is not slower than a measured non-fused path; none where nothing fits."""
+    specs = (registry or load_registry()).variants
+    groups = tuple(_choose(question, group, specs) for group in question.model.layer_groups)
+    return Decision(question, None, False, groups)
+
+
+def decide_with_override(
+    question: Question, override: Override, registry: Registry | None = None, *, allow_fallback: bool = False
+) -> Decision:
+    """The automatic decision with ``override`` chosen in every group where it is eligible (it wins over
+    cost and is listed first). A group it cannot run refuses the whole decision
+    (:class:`OverrideRefusedError`, with every reason of every group), or, with ``allow_fallback``,
+    keeps its automatic choice and adds a warning."""
+    reg = registry or load_registry()
+    _check_override_name(override, reg)
     groups: list[GroupDecision] = []
     warnings: list[str] = []
     refusals: list[str] = []
-    for group in model.layer_groups:
-        ranked, converted, fallback = _decide_group(
-            group, model, deployment, software, engine, reg.variants, advisories, workload, conversion
-        )
-        auto = next(iter(_rank([c for c in ranked + converted if c.eligible])), None)
-        notes: list[str] = []
-        if auto is not None and auto.conversion is not None:
-            notes.append(_conversion_note(auto, next((c for c in ranked if c.eligible), None), model, deployment))
-        nonfused = _best_nonfused(group, deployment, engine, workload)
-        if nonfused is not None:
-            regimes = _regimes(auto, group, deployment, engine) if auto is not None else None
-            auto, note = _weigh_nonfused(auto, nonfused, workload)
-            notes.append(note)
-            if regimes:
-                notes.append(regimes)
-            if auto is None:
-                fallback = nonfused.description
-        if auto is not None and auto.unverified:
-            notes.append(
-                f"{auto.spec.key} has rules not verifiable from declarations: "
-                + "; ".join(r.message for r in auto.unverified)
+    for g in decide_automatically(question, reg).groups:
+        wanted = [
+            c
+            for c in g.candidates + g.conversions
+            if c.spec.backend == override.backend and override.variant in (None, c.spec.variant)
+        ]
+        ok = next((c for c in wanted if c.eligible), None)
+        if ok is not None:
+            ranked = (ok, *(c for c in g.candidates if c is not ok))
+            groups.append(replace(g, candidates=ranked, chosen=ok, fallback=None))
+            continue
+        groups.append(g)
+        lines = [
+            f"{c.spec.key}: " + "; ".join(f"[{r.code.value}] {r.message} (fix: {r.remediation})" for r in c.failures)
+            for c in wanted
+        ]
+        if allow_fallback:
+            instead = g.chosen.key if g.chosen else f"no fused backend ({g.fallback})"
+            warnings.append(
+                f"--moe-backend {override} cannot run layer group '{g.group.name}' "
+                f"({'; '.join(lines)}); falling back to {instead}"
             )
-        chosen = auto
-        if override is not None:
-            wanted = [
-                c
-                for c in ranked + converted
-                if c.spec.backend == override.backend and override.variant in (None, c.spec.variant)
-            ]
-            ok = next((c for c in wanted if c.eligible), None)
-            if ok is not None:
-                chosen = ok
-                # the override wins over cost: show it first among eligible candidates
-                ranked = [ok] + [c for c in ranked if c is not ok]
-            else:
-                lines = [
-                    f"{c.spec.key}: "
-                    + "; ".join(f"[{r.code.value}] {r.message} (fix: {r.remediation})" for r in c.failures)
-                    for c in wanted
-                ]
-                if allow_fallback:
-                    instead = chosen.key if chosen else f"no fused backend ({fallback})"
-                    warnings.append(
-                        f"--moe-backend {override} cannot run layer group '{group.name}' "
-                        f"({'; '.join(lines)}); falling back to {instead}"
-                    )
-                else:
-                    refusals.append(
-                        f"layer group '{group.name}' (layers {layer_span(group.layers)}): " + " | ".join(lines)
-                    )
-        groups.append(
-            GroupDecision(
-                group, tuple(ranked), chosen, None if chosen else fallback, tuple(notes), nonfused, tuple(converted)
-            )
-        )
+        else:
+            refusals.append(f"layer group '{g.group.name}' (layers {layer_span(g.group.layers)}): " + " | ".join(lines))
     if refusals:
         raise OverrideRefusedError(
             f"--moe-backend {override} cannot run on this deployment: " + " || ".join(refusals),
             fix="choose another backend, fix the deployment as each reason says, or pass --allow-fallback.",
         )
-    return Decision(
-        model,
-        deployment,
-        software,
-        engine,
-        override,
-        allow_fallback,
-        workload,
-        tuple(groups),
-        tuple(warnings),
-        conversion,
+    return Decision(question, override, allow_fallback, tuple(groups), tuple(warnings))
+
+
+def _judge(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, ...]) -> list[Candidate]:
+    """Every variant judged for ``group`` as stored, costed where eligible."""
+    scenario = question.scenario(group)
+    cands = []
+    for spec in specs:
+        reasons = tuple(evaluate_candidate(spec, scenario, question.advisories, question.engine_version))
+        cand = Candidate(spec, reasons)
+        if cand.eligible:
+            cand = Candidate(spec, reasons, workload_cost(spec, group, question.deployment, question.workload))
+        cands.append(cand)
+    return cands
+
+
+def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, ...]) -> GroupDecision:
+    """One group's automatic choice: rank the candidates as stored and converted, then weigh the winner
+    against the best measured non-fused path; the notes say why."""
+    ranked = _rank(_judge(question, group, specs))
+    converted = _rank(conversion_candidates(question, group, specs))
+    fallback = fallback_path(question.engine, group, question.deployment.device)
+    deployment, engine = question.deployment, question.engine
+    auto = next(iter(_rank([c for c in ranked + converted if c.eligible])), None)
+    notes: list[str] = []
+    if auto is not None and auto.conversion is not None:
+        stored = next((c for c in ranked if c.eligible), None)
+        notes.append(_conversion_note(auto, stored, question.model, deployment))
+    nonfused = _best_nonfused(group, deployment, engine, question.workload)
+    if nonfused is not None:
+        regimes = _regimes(auto, group, deployment, engine) if auto is not None else None
+        auto, note = _weigh_nonfused(auto, nonfused, question.workload)
+        notes.append(note)
+        if regimes:
+            notes.append(regimes)
+        if auto is None:
+            fallback = nonfused.description
+    if auto is not None and auto.unverified:
+        notes.append(
+            f"{auto.spec.key} has rules not verifiable from declarations: "
+            + "; ".join(r.message for r in auto.unverified)
+        )
+    return GroupDecision(
+        group, tuple(ranked), auto, None if auto else fallback, tuple(notes), nonfused, tuple(converted)
     )
 
 

@@ -20,7 +20,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     for name, members in (
         ("vocabulary", " data errors hardware model numerics presets rules software spec validation"),
         ("declarations and inputs", "advisories cost engine_gates inputs registry"),
-        ("decision", "candidate conversion_candidates record selection"),
+        ("decision", "candidate conversion_candidates question record selection"),
         ("uses of the decision", "engines kernels plan probe_report report runtime"),
         ("command line", "__main__ cli"),
     )

@@ -59,8 +59,8 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.advisories import load_advisories
-    from moe_oracle.conversion_candidates import ConversionOptions
     from moe_oracle.cost.model import Workload
+    from moe_oracle.question import ConversionOptions
     from moe_oracle.record import decision_to_json, load_record, replay_inputs
     from moe_oracle.selection import Override, decide
 

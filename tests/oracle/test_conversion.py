@@ -7,10 +7,11 @@ import json
 import pytest
 import torch
 
-from moe_oracle.conversion_candidates import ConversionOptions, expert_bytes_per_rank
+from moe_oracle.conversion_candidates import expert_bytes_per_rank
 from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.question import ConversionOptions
 from moe_oracle.record import decision_to_json, replay_inputs
 from moe_oracle.selection import decide
 from tests.oracle.helpers import GLM5, V4_FLASH, chosen, manual, run

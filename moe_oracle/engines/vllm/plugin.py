@@ -177,9 +177,9 @@ def resolve(snap: VllmSnapshot) -> Outcome:
 
 
 def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outcome:
-    from moe_oracle.conversion_candidates import ConversionOptions
     from moe_oracle.cost.model import Workload
     from moe_oracle.errors import BadInputError
+    from moe_oracle.question import ConversionOptions
     from moe_oracle.rules import Engine
     from moe_oracle.selection import decide
 
