@@ -10,7 +10,6 @@ import os
 from typing import Any
 
 from moe_oracle.hardware import LocalHardware, detect_local, device_spec_for
-from moe_oracle.software.catalog import PROVIDERS
 from moe_oracle.software.probe import probe_installed
 
 #: Variables that change what a mega-MoE backend does, grouped by who reads them.
@@ -92,7 +91,7 @@ def probe_machine() -> dict[str, Any]:
                 "entry_points": sorted(lib.symbols),
                 "error": lib.error,
             }
-            for name, lib in ((n, software.libraries[n]) for n in PROVIDERS)
+            for name, lib in software.libraries.items()
         },
         "environment": {group: {k: os.environ.get(k) for k in keys} for group, keys in ENV_VARS.items()},
         "software_profile": software.model_dump(mode="json"),

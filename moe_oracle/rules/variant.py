@@ -1,4 +1,4 @@
-"""A backend variant's declaration: identity, formats, kernel, requirements, runtime hook."""
+"""A backend variant's declaration: identity, formats, kernel, requirements, runtime and layout hooks."""
 
 from __future__ import annotations
 
@@ -10,6 +10,10 @@ from moe_oracle.rules.check import Check, Reason
 from moe_oracle.rules.conversion import Conversion
 from moe_oracle.rules.recipe import Recipe
 from moe_oracle.rules.scenario import Scenario
+
+#: Rounding conventions of the activation quantizers (``moe_oracle.runtime.actquant``): how a kernel
+#: turns an amax into a power-of-two scale and rounds FP4. DeepGEMM's and AITER's differ.
+NUMERICS = ("deepgemm", "aiter")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,13 @@ class VariantSpec:
     experts at load. ``sizing`` maps formula names to the backend's functions that compute the
     derived resources launch plans print (symmetric buffers, heaps), looked up by
     :func:`moe_oracle.plan.resources.formula`; pure arithmetic, no torch.
+
+    ``layout`` names the variant's weight-layout module (``"pkg.weights"``), imported only when a layer
+    (real or its emulation twin) is built; it defines ``canonical(experts)`` (the checkpoint experts in
+    the exact values the kernel gets), ``allocate(e, hidden, inter, device)``, ``chunk(experts, start,
+    stop)``, ``to_kernel`` / ``transform_into`` and ``from_kernel`` (the inverse); NVFP4-L2 variants
+    also ``l2_activation_scale(canonical)``. ``numerics`` is the rounding convention of its activation
+    quantizers (one of :data:`NUMERICS`), which the emulation twin reproduces.
     """
 
     backend: str
@@ -41,6 +52,14 @@ class VariantSpec:
     priority: int = 100
     conversions: tuple[Conversion, ...] = ()
     sizing: Mapping[str, Callable[..., Any]] | None = field(default=None, hash=False, compare=False)
+    layout: str | None = None
+    numerics: str = "deepgemm"
+
+    def __post_init__(self) -> None:
+        if self.numerics not in NUMERICS:
+            raise ValueError(f"{self.key}: numerics={self.numerics!r} is not one of {', '.join(NUMERICS)}")
+        if self.layout is not None and (":" in self.layout or not self.layout.strip()):
+            raise ValueError(f"{self.key}: layout={self.layout!r} must name a module ('pkg.weights')")
 
     @property
     def key(self) -> str:

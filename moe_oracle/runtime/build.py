@@ -55,10 +55,12 @@ def _import_runtime(spec: VariantSpec) -> type[MegaMoELayer]:
     try:
         module = importlib.import_module(module_name)
     except Exception as exc:
+        from moe_oracle.registry import load_registry
+
         reason = " ".join(f"{type(exc).__name__}: {exc}".split())
         raise BackendUnavailableError(
             f"{spec.key}: its runtime module {module_name} does not import ({reason}).",
-            fix="reinstall moe-oracle (pip install -e .), or use emulation:" + spec.variant,
+            fix=f"{load_registry().origin(spec).reinstall()}, or use emulation:{spec.variant}",
         ) from None
     cls = getattr(module, attr, None)
     if cls is None or not (isinstance(cls, type) and issubclass(cls, MegaMoELayer)):

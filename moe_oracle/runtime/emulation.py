@@ -1,7 +1,7 @@
 """The numerics twin of every fused kernel: ``EmulatedMegaMoE`` (key ``emulation:<variant>``).
 
-Driven only by the variant's :class:`~moe_oracle.rules.recipe.Recipe` and weight format
-(``VariantSpec``), it runs on CPU or GPU in plain torch:
+Driven only by the variant's :class:`~moe_oracle.rules.recipe.Recipe`, its numerics convention and
+its weight layout (``VariantSpec.numerics``, ``VariantSpec.layout``), it runs on CPU or GPU in plain torch:
 
 1. the hidden states are quantized as the variant's staging does (bit-exact, the same code as
    its ``staging.py``) and dequantized to fp32;
@@ -15,7 +15,7 @@ Driven only by the variant's :class:`~moe_oracle.rules.recipe.Recipe` and weight
    ``recipe.expert_output_bf16``;
 7. the combine adds the top-k slots in slot order in fp32 and writes BF16.
 
-The expert weights are the variant's canonical checkpoint (its ``weights.canonical``: the same
+The expert weights are the variant's canonical checkpoint (``canonical`` of its ``VariantSpec.layout`` module: the same
 values the real kernel gets after its layout transform) and are dequantized expert by expert, so
 the twin never holds more than one fp32 copy of the layer (and not even that unless
 ``options["cache_dequantized"]``).
@@ -45,18 +45,27 @@ if TYPE_CHECKING:
 CACHE_LIMIT_BYTES = 1 << 30
 
 
-def variant_module(spec: VariantSpec, name: str) -> Any:
-    """The variant folder's ``weights`` / ``staging`` / ``backend`` module (from ``spec.runtime``)."""
-    if not spec.runtime:
+def layout_module(spec: VariantSpec) -> Any:
+    """The weight-layout module ``spec.layout`` declares (``canonical``, ``allocate``, ``chunk``...).
+
+    Raises :class:`BackendUnavailableError`, one line naming the variant's own package, when the variant
+    declares none or it does not import.
+    """
+    from moe_oracle.registry import load_registry
+
+    if not spec.layout:
         raise BackendUnavailableError(
-            f"{spec.key} declares no runtime module.", fix="add runtime='module:Class' to its VariantSpec."
+            f"{spec.key} declares no weight-layout module (VariantSpec.layout).",
+            fix="add layout='<package>.weights' to its VariantSpec (docs/adding-a-backend.md).",
         )
-    package = spec.runtime.split(":", 1)[0].rsplit(".", 1)[0]
-    return importlib.import_module(f"{package}.{name}")
-
-
-def vendor_of(spec: VariantSpec) -> str:
-    return "aiter" if spec.backend == "aiter_mega_moe" else "deepgemm"
+    try:
+        return importlib.import_module(spec.layout)
+    except Exception as exc:
+        reason = " ".join(f"{type(exc).__name__}: {exc}".split())
+        raise BackendUnavailableError(
+            f"{spec.key}: its weight-layout module {spec.layout} does not import ({reason}).",
+            fix=load_registry().origin(spec).reinstall() + ".",
+        ) from None
 
 
 class EmulatedMegaMoE(MegaMoELayer):
@@ -71,7 +80,7 @@ class EmulatedMegaMoE(MegaMoELayer):
         if not isinstance(recipe, Recipe):
             raise LayerInputError(f"options['recipe'] must be a Recipe, got {type(recipe).__name__}")
         self.recipe: Recipe = recipe
-        self.vendor = vendor_of(spec)
+        self.vendor = spec.numerics
         self.fp8_scale = opts.get("fp8_intermediate_scale", "kernel")
         if self.fp8_scale not in ("kernel", "exact"):
             raise LayerInputError(
@@ -84,7 +93,7 @@ class EmulatedMegaMoE(MegaMoELayer):
                 f"{self.key}: LayerConfig.device is {config.device!r} but torch sees no GPU.",
                 fix="pass LayerConfig(device='cpu') to run the emulation on the CPU.",
             )
-        self._weights_mod = variant_module(spec, "weights")
+        self._weights_mod = layout_module(spec)
         self.experts: CheckpointExperts | None = None
         self.l2_activation_scale: float | None = None
         self._cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}

@@ -2,10 +2,13 @@
 
 Backends' requirements name entry points from this catalogue; the probe looks for exactly
 these; named profiles list subsets of them. Sources: ``shared/reference/kernels.md`` §1-§5, §9
-and ``vllm-0.33.md`` §2, §5.
+and ``vllm-0.33.md`` §2, §5. A backend package adds its own libraries through its entry point
+(:class:`~moe_oracle.software.types.LibrarySpec`); :func:`known_libraries` is this catalogue plus those.
 """
 
 from __future__ import annotations
+
+from moe_oracle.software.types import LibraryBuild, LibrarySpec
 
 #: DeepGEMM entry points relevant to mega-MoE, by meaning.
 DEEP_GEMM_SYMBOLS: dict[str, str] = {
@@ -77,3 +80,52 @@ SYMBOLS: dict[str, dict[str, str]] = {
     "mori": MORI_SYMBOLS,
     "torch": TORCH_SYMBOLS,
 }
+
+
+def core_libraries() -> dict[str, LibrarySpec]:
+    """This catalogue as declarations, in the probe's order."""
+    return {
+        name: LibrarySpec(
+            name=name,
+            providers=paths,
+            symbols=SYMBOLS.get(name, {}),
+            symbol_paths=SYMBOL_PATHS.get(name, {}),
+        )
+        for name, paths in PROVIDERS.items()
+    }
+
+
+def merge_libraries(a: LibrarySpec, b: LibrarySpec) -> LibrarySpec:
+    """One declaration of a library two packages describe: providers, symbols and profile entries united.
+
+    Raises ValueError when they place the same entry point at different attribute paths.
+    """
+    clash = sorted(s for s in set(a.symbol_paths) & set(b.symbol_paths) if a.symbol_paths[s] != b.symbol_paths[s])
+    if clash:
+        raise ValueError(f"library {a.name!r}: entry point {clash[0]} is declared at two attribute paths")
+    profiles = dict(a.profiles)
+    for name, entry in b.profiles.items():
+        profiles[name] = merge_builds(profiles[name], entry) if name in profiles else entry
+    return LibrarySpec(
+        name=a.name,
+        providers=tuple(dict.fromkeys(a.import_paths + b.import_paths)),
+        symbols={**b.symbols, **a.symbols},
+        symbol_paths={**a.symbol_paths, **b.symbol_paths},
+        profiles=profiles,
+        dist=a.dist or b.dist,
+    )
+
+
+def merge_builds(a: LibraryBuild, b: LibraryBuild) -> LibraryBuild:
+    """``a`` with ``b``'s entry points added (a described build that a second package extends)."""
+    return a.model_copy(update={"symbols": a.symbols | b.symbols})
+
+
+def known_libraries() -> dict[str, LibrarySpec]:
+    """This catalogue plus what the registered backend packages declare (core libraries first)."""
+    from moe_oracle.registry import NoBackendError, load_registry
+
+    try:
+        return dict(load_registry().libraries)
+    except NoBackendError:  # nothing registered: the probe still reports the core's libraries
+        return core_libraries()

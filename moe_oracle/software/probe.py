@@ -13,8 +13,8 @@ import importlib.metadata as md
 import importlib.util
 from typing import Any
 
-from moe_oracle.software.catalog import PROVIDERS, SYMBOL_PATHS, SYMBOLS
-from moe_oracle.software.types import LibraryBuild, SoftwareProfile
+from moe_oracle.software.catalog import known_libraries
+from moe_oracle.software.types import LibraryBuild, LibrarySpec, SoftwareProfile
 
 
 def _resolve(module: Any, path: str) -> bool:
@@ -62,10 +62,13 @@ def _spec_exists(path: str) -> bool:
     return True
 
 
-def probe_library(name: str) -> LibraryBuild:
-    """Find ``name`` through its providers in preference order; never raises."""
+def probe_library(name: str, spec: LibrarySpec | None = None) -> LibraryBuild:
+    """Find ``name`` through its providers in preference order (``spec``, else the known libraries'
+    declaration of it); never raises."""
+    if spec is None:
+        spec = known_libraries().get(name) or LibrarySpec(name=name)
     errors = []
-    for import_path in PROVIDERS.get(name, (name,)):
+    for import_path in spec.import_paths:
         if not _spec_exists(import_path):
             continue
         try:
@@ -77,8 +80,8 @@ def probe_library(name: str) -> LibraryBuild:
         dist = _dist_for(top)
         if import_path != top:
             dist = f"{dist or top} (vendored {import_path})"
-        paths = SYMBOL_PATHS.get(name, {})
-        symbols = frozenset(s for s in SYMBOLS.get(name, {}) if _resolve(module, paths.get(s, s)))
+        paths = spec.symbol_paths
+        symbols = frozenset(s for s in spec.symbols if _resolve(module, paths.get(s, s)))
         return LibraryBuild(
             name=name,
             dist=dist,
@@ -91,8 +94,9 @@ def probe_library(name: str) -> LibraryBuild:
 
 
 def probe_installed() -> SoftwareProfile:
-    """The ``installed`` profile of this machine."""
-    libs = {name: probe_library(name) for name in PROVIDERS}
+    """The ``installed`` profile of this machine: the core catalogue's libraries and those the registered
+    backend packages declare."""
+    libs = {name: probe_library(name, spec) for name, spec in known_libraries().items()}
     return SoftwareProfile(
         name="installed",
         description="Probed on this machine (import and attribute checks, no kernel launched).",

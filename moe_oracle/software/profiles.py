@@ -6,7 +6,15 @@ release's contents were inferred rather than read from its wheel, the ``note`` s
 
 from __future__ import annotations
 
-from moe_oracle.software.catalog import AITER_SYMBOLS, DEEP_GEMM_SYMBOLS, MORI_SYMBOLS, TORCH_SYMBOLS
+from moe_oracle.software.catalog import (
+    AITER_SYMBOLS,
+    DEEP_GEMM_SYMBOLS,
+    MORI_SYMBOLS,
+    TORCH_SYMBOLS,
+    core_libraries,
+    known_libraries,
+    merge_builds,
+)
 from moe_oracle.software.types import LibraryBuild, SoftwareProfile
 
 _SM100_DG = frozenset(
@@ -154,6 +162,21 @@ NAMED_PROFILES: tuple[str, ...] = tuple(_FACTORIES)
 
 
 def named_profile(name: str) -> SoftwareProfile | None:
-    """The named profile, or None when the name is unknown."""
+    """The named profile, or None when the name is unknown.
+
+    The profile's own libraries, plus the entries the registered backend packages declare for it
+    (``LibrarySpec.profiles``; in ``all`` every declared library with all its entry points).
+    """
     factory = _FACTORIES.get(name)
-    return factory() if factory else None
+    if factory is None:
+        return None
+    profile = factory()
+    libraries = dict(profile.libraries)
+    core = core_libraries()
+    for lib in known_libraries().values():
+        if core.get(lib.name) == lib:
+            continue  # the core's own declaration: the profile above already describes it
+        entry = lib.profile_entry(name)
+        if entry is not None:
+            libraries[lib.name] = merge_builds(libraries[lib.name], entry) if lib.name in libraries else entry
+    return profile.model_copy(update={"libraries": libraries}) if libraries != profile.libraries else profile

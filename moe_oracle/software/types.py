@@ -59,3 +59,39 @@ class SoftwareProfile(BaseModel):
     def version(self, library: str) -> str | None:
         lib = self.library(library)
         return lib.version if lib else None
+
+
+class LibrarySpec(BaseModel):
+    """What a backend package declares about a kernel library it calls, so the probe and the named
+    profiles know it (see ``docs/adding-a-backend.md``).
+
+    ``providers``: import paths the library is found under, in preference order (default: ``name``);
+    ``symbols``: the entry points that matter (attribute path relative to the top module -> meaning),
+    the probe resolves exactly these; ``symbol_paths``: where an entry point lives when it is not a
+    top-level attribute (the probe imports that submodule only when the top level lacks it);
+    ``profiles``: the library's entry in named software profiles (``vllm-0.33.0``...). The ``all``
+    profile lists it with every declared symbol unless ``profiles["all"]`` says otherwise.
+    Declaring the library imports nothing; only ``--software installed`` imports it.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    providers: tuple[str, ...] = ()
+    symbols: dict[str, str] = Field(default_factory=dict)
+    symbol_paths: dict[str, str] = Field(default_factory=dict)
+    profiles: dict[str, LibraryBuild] = Field(default_factory=dict)
+    dist: str | None = None
+
+    @property
+    def import_paths(self) -> tuple[str, ...]:
+        return self.providers or (self.name,)
+
+    def profile_entry(self, profile: str) -> LibraryBuild | None:
+        """This library's entry in the named ``profile`` (None: that profile does not ship it)."""
+        entry = self.profiles.get(profile)
+        if entry is None and profile == "all":
+            entry = LibraryBuild(name=self.name, dist=self.dist, symbols=frozenset(self.symbols))
+        if entry is not None and entry.name != self.name:
+            raise ValueError(f"profile {profile!r} entry of library {self.name!r} is named {entry.name!r}")
+        return entry

@@ -46,5 +46,6 @@ VARIANT = VariantSpec(
     sources=("kernels.md §1", "vllm-0.33.md §5.2"),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.bf16.backend:Sm100Bf16MegaMoE",
+    layout="moe_oracle_backends.cuda_sm100.bf16.weights",
     priority=40,
 )

@@ -56,5 +56,6 @@ VARIANT = VariantSpec(
     sources=("kernels.md §1 (PR #316: EP8 V4-Flash 56.5 us at bs1)", "vllm-0.33.md §2"),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp4.backend:Sm100Fp8Fp4MegaMoE",
+    layout="moe_oracle_backends.cuda_sm100.fp8xfp4.weights",
     priority=10,
 )

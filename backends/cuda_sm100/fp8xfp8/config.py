@@ -62,5 +62,6 @@ VARIANT = VariantSpec(
     sources=("vllm-0.33.md §2.1",),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp8.backend:Sm100Fp8Fp8MegaMoE",
+    layout="moe_oracle_backends.cuda_sm100.fp8xfp8.weights",
     priority=20,
 )

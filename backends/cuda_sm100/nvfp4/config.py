@@ -72,5 +72,6 @@ VARIANT = VariantSpec(
     sources=("vllm-0.33.md §2.1, §2.8",),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.nvfp4.backend:Sm100Nvfp4MegaMoE",
+    layout="moe_oracle_backends.cuda_sm100.nvfp4.weights",
     priority=30,
 )

@@ -87,5 +87,6 @@ VARIANT = VariantSpec(
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp4.backend:Sm90Fp8Fp4MegaMoE",
+    layout="moe_oracle_backends.cuda_sm90.fp8xfp4.weights",
     priority=20,
 )

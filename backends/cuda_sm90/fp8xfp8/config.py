@@ -99,6 +99,7 @@ VARIANT = VariantSpec(
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
+    layout="moe_oracle_backends.cuda_sm90.fp8xfp8.weights",
     priority=10,
     conversions=CONVERSIONS,
 )

@@ -45,5 +45,7 @@ VARIANT = VariantSpec(
     sources=(_NEWER,),
     sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a4w4.backend:AiterA4W4MegaMoE",
+    layout="moe_oracle_backends.rocm_mi355.a4w4.weights",
+    numerics="aiter",
     priority=20,
 )

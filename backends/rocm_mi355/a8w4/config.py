@@ -33,5 +33,7 @@ VARIANT = VariantSpec(
     sources=(AITER_SRC, "vllm-0.33.md §3"),
     sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",
+    layout="moe_oracle_backends.rocm_mi355.a8w4.weights",
+    numerics="aiter",
     priority=10,
 )
