@@ -45,9 +45,14 @@ class Origin:
     entry_point: str
     distribution: str
 
+    @property
+    def builtin(self) -> bool:
+        """Installed by moe-oracle itself (its own ``backends/``)."""
+        return self.distribution.lower().replace("_", "-") == CORE_DISTRIBUTION
+
     def reinstall(self) -> str:
         """The fix text that reinstalls this variant's own package."""
-        if self.distribution == CORE_DISTRIBUTION:
+        if self.builtin:
             return "reinstall moe-oracle (pip install -e .)"
         return f"reinstall {self.distribution} (pip install {self.distribution})"
 

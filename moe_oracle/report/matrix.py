@@ -15,7 +15,7 @@ from typing import Any
 
 from moe_oracle.advisories import Advisory
 from moe_oracle.model.types import MoELayerGroup, layer_span
-from moe_oracle.registry import GROUP, Registry, load_registry
+from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
 from moe_oracle.selection import Candidate, Decision, decide
@@ -228,15 +228,9 @@ class Matrix:
 
 def builtin_registry(registry: Registry | None = None) -> Registry:
     """Only moe-oracle's own variants (for committed docs, which must not depend on plug-ins)."""
-    from importlib.metadata import entry_points
-
     reg = registry or load_registry()
-    keys: set[str] = set()
-    for ep in entry_points(group=GROUP):
-        if ep.dist is None or ep.dist.metadata["Name"].lower().replace("_", "-") != "moe-oracle":
-            continue
-        keys.update(v.key for v in ep.load()())
-    return Registry(tuple(v for v in reg.variants if v.key in keys))
+    own = tuple(v for v in reg.variants if reg.origin(v).builtin)
+    return Registry(own, libraries=reg.libraries, origins=reg.origins)
 
 
 def _group_verdicts(decision: Decision, spec: VariantSpec) -> tuple[GroupVerdict, ...]:

@@ -179,3 +179,13 @@ def test_a_duplicate_key_names_both_packages(toy: Env, tmp_path: Path) -> None:
     assert err.count("\n") == 0 and "Traceback" not in err
     assert f"variant key {KEY} is declared twice" in err
     assert "moe-oracle-toy-backend (toy = toy_moe_backend:package)" in err and "toy-again (again =" in err
+
+
+def test_generated_docs_keep_to_moe_oracles_own_backends(toy: Env, tmp_path: Path) -> None:
+    """The capability docs judge only moe-oracle's variants: an installed plug-in never makes them stale.
+
+    (docs/cli.md runs real commands, which do see installed plug-ins.)"""
+    toy.cli("matrix", "--docs", str(tmp_path))
+    docs = FIXTURE.parents[2] / "docs"
+    for name in ("capability-matrix.md", "capability-matrix.html", "variants.md", "reason-codes.md"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == (docs / name).read_text(encoding="utf-8"), name
