@@ -34,12 +34,14 @@ class Env:
         self.root = root
         self.python = root / "bin" / "python"
 
-    def run(self, *args: str, code: int = 0, extra_path: Path | None = None) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, code: int = 0, extra_path: Path | None = None, cwd: Path | None = None
+    ) -> subprocess.CompletedProcess[str]:
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
         if extra_path is not None:
             env["PYTHONPATH"] = str(extra_path)
         p = subprocess.run(
-            [str(self.python), *args], capture_output=True, text=True, env=env, cwd=self.root, timeout=300
+            [str(self.python), *args], capture_output=True, text=True, env=env, cwd=cwd or self.root, timeout=300
         )
         assert p.returncode == code, f"{args}: rc {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
         return p
@@ -189,3 +191,10 @@ def test_generated_docs_keep_to_moe_oracles_own_backends(toy: Env, tmp_path: Pat
     docs = FIXTURE.parents[2] / "docs"
     for name in ("capability-matrix.md", "capability-matrix.html", "variants.md", "reason-codes.md"):
         assert (tmp_path / name).read_text(encoding="utf-8") == (docs / name).read_text(encoding="utf-8"), name
+
+
+def test_the_conformance_suite_covers_the_toy(toy: Env) -> None:
+    """tests/conformance, run where the toy is installed: its declaration, layout round trip and twin pass."""
+    root = FIXTURE.parents[2]
+    p = toy.run("-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/conformance", "-k", "toy_mega_moe", cwd=root)
+    assert "9 passed" in p.stdout, p.stdout[-2000:]

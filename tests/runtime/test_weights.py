@@ -9,6 +9,8 @@ import torch
 from moe_oracle_backends.rocm_mi355.shuffle import aiter_shuffle_scale, aiter_unshuffle_scale
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from moe_oracle.registry import load_registry
+from moe_oracle.runtime.accuracy import variant_weight_quant
 from moe_oracle.runtime.convert import mxfp4_to_fp8_block
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
@@ -18,27 +20,20 @@ from moe_oracle.runtime.layouts import (
     utccp_untranspose,
 )
 from moe_oracle.runtime.quantize import (
-    BF16,
     FP8_BLOCK_FP32,
     FP8_BLOCK_UE8M0,
     MXFP4,
-    MXFP8,
-    NVFP4,
     dequantize_experts,
     quantize_experts,
 )
 
-WEIGHTS = {
-    "sm90_fp8xfp8": ("moe_oracle_backends.cuda_sm90.fp8xfp8.weights", FP8_BLOCK_FP32),
-    "sm90_fp8xfp4": ("moe_oracle_backends.cuda_sm90.fp8xfp4.weights", MXFP4),
-    "sm100_fp8xfp4": ("moe_oracle_backends.cuda_sm100.fp8xfp4.weights", MXFP4),
-    "sm100_fp8xfp8": ("moe_oracle_backends.cuda_sm100.fp8xfp8.weights", MXFP8),
-    "sm100_nvfp4": ("moe_oracle_backends.cuda_sm100.nvfp4.weights", NVFP4),
-    "sm100_bf16": ("moe_oracle_backends.cuda_sm100.bf16.weights", BF16),
-    "gfx950_a8w4": ("moe_oracle_backends.rocm_mi355.a8w4.weights", MXFP4),
-    "gfx950_a4w4": ("moe_oracle_backends.rocm_mi355.a4w4.weights", MXFP4),
-}
-SHAPES = [(3, 512, 256), (2, 1024, 384)]  # I=384: K/32 = 12 exercises AITER's scale padding
+#: bit-exact round trips of every registered variant's transform: tests/conformance/test_conformance.py
+
+
+def _layout(variant: str):
+    """The weight-layout module a registered variant declares, and its checkpoint format."""
+    (spec,) = [v for v in load_registry().variants if v.variant == variant]
+    return importlib.import_module(spec.layout), variant_weight_quant(spec)[0]
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -57,21 +52,6 @@ def _experts(quant, e, h, i, seed=0) -> CheckpointExperts:
     w13 = torch.randn(e, 2 * i, h, generator=g) * torch.exp(torch.randn(e, 2 * i, 1, generator=g)) / h**0.5
     w2 = torch.randn(e, h, i, generator=g) / i**0.5
     return quantize_experts(w13.bfloat16(), w2.bfloat16(), quant, w2_input_scale=torch.rand(e, generator=g) + 0.5)
-
-
-@pytest.mark.parametrize("variant", sorted(WEIGHTS))
-@pytest.mark.parametrize("shape", SHAPES)
-def test_round_trip_bit_exact(variant, shape):
-    module, quant = WEIGHTS[variant]
-    w = importlib.import_module(module)
-    ex = _experts(quant, *shape)
-    kw = w.to_kernel(ex, chunk_experts=2)
-    back = w.from_kernel(kw)
-    canon = w.canonical(ex)
-    for name in ("w13", "w2", "w13_scale", "w2_scale", "w13_global", "w2_global", "w2_input_scale"):
-        assert _same(getattr(back, name), getattr(canon, name)), name
-    # the kernel layout is a different arrangement of the same bytes (not the identity)
-    assert not torch.equal(_bits(kw.w13), _bits(canon.w13.view(kw.w13.dtype)))
 
 
 def test_interleave_matches_documented_row_map():
@@ -159,8 +139,7 @@ class _AllocTracker(TorchDispatchMode):
 
 @pytest.mark.parametrize("variant", ["sm100_fp8xfp4", "sm90_fp8xfp8", "gfx950_a8w4", "sm100_nvfp4"])
 def test_streaming_transform_peak_is_one_chunk(variant):
-    module, quant = WEIGHTS[variant]
-    w = importlib.import_module(module)
+    w, quant = _layout(variant)
     e, h, i = 8, 512, 256
     ex = _experts(quant, e, h, i)
     dst = w.allocate(e, h, i)
@@ -214,8 +193,7 @@ def test_mxfp4_to_fp8_block_reports_wide_exponent_span():
 )
 def test_equals_deep_gemm(variant):
     dg = pytest.importorskip("deep_gemm")
-    module, quant = WEIGHTS[variant]
-    w = importlib.import_module(module)
+    w, quant = _layout(variant)
     if variant.startswith("sm90") and not hasattr(dg, "transform_weights_for_mega_moe_sm90"):
         pytest.skip("deep_gemm without the SM90 transforms")
     if not variant.startswith("sm90") and (
