@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import KernelWeights, transform_in_chunks
+from moe_oracle.runtime.layouts import KernelLayout, KernelWeights
 from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4
 
 from .shuffle import (
@@ -48,18 +48,6 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
     }
 
 
-def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
-
-
-def to_kernel(
-    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
-) -> KernelWeights:
-    e, n2, hp = experts.w13.shape
-    dst = allocate(e, hp * 2, n2 // 2, device or experts.w13.device)
-    return transform_into(experts, dst, chunk_experts)
-
-
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
     _, n2, hp = kw.w13.shape
     inter, hidden = n2 // 2, hp * 2
@@ -70,6 +58,10 @@ def from_kernel(kw: KernelWeights) -> CheckpointExperts:
         aiter_unshuffle_scale(kw.w13_sf, gate_up=True, groups=hidden // 32),
         aiter_unshuffle_scale(kw.w2_sf, gate_up=False, groups=inter // 32),
     )
+
+
+LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel)
+transform_into, to_kernel = LAYOUT.transform_into, LAYOUT.to_kernel
 
 
 def vendor_transform(experts: CheckpointExperts) -> KernelWeights:

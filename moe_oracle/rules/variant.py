@@ -33,8 +33,9 @@ class VariantSpec:
     ``layout`` names the variant's weight-layout module (``"pkg.weights"``), imported only when a layer
     (real or its emulation twin) is built; it defines ``canonical(experts)`` (the checkpoint experts in
     the exact values the kernel gets), ``allocate(e, hidden, inter, device)``, ``chunk(experts, start,
-    stop)``, ``to_kernel`` / ``transform_into`` and ``from_kernel`` (the inverse); NVFP4-L2 variants
-    also ``l2_activation_scale(canonical)``. ``numerics`` is the rounding convention of its activation
+    stop)`` and ``from_kernel`` (the inverse), and ``to_kernel`` / ``transform_into`` from a
+    :class:`~moe_oracle.runtime.layouts.KernelLayout` of those; NVFP4-L2 variants also
+    ``l2_activation_scale(canonical)``. ``numerics`` is the rounding convention of its activation
     quantizers (one of :data:`NUMERICS`), which the emulation twin reproduces.
     """
 

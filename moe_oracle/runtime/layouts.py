@@ -210,3 +210,47 @@ def transform_in_chunks(
                 target[start:stop].copy_(part, non_blocking=True)
         del parts
     return dst
+
+
+@dataclass(frozen=True)
+class KernelLayout:
+    """A variant's kernel layout described by what is its own; the streaming transform is generic.
+
+    ``canonical(experts)``: the checkpoint experts in the exact values the kernel gets (ValueError for a
+    format it does not take); ``allocate(e, hidden, inter, device)``: an empty :class:`KernelWeights`;
+    ``chunk(canonical, start, stop)``: the kernel-layout tensors of experts ``[start, stop)`` by field
+    name (an :class:`Interleaved` is written in place); ``inverse(kernel_weights)``: the canonical
+    experts back, bit for bit. ``prepare(canonical, dst)``, for a layout whose chunks depend on a
+    layer-wide value (NVFP4's L2 activation scale), stores that value in ``dst.extras`` and returns the
+    chunk function to use instead of ``chunk``.
+
+    A variant's ``weights`` module declares ``LAYOUT = KernelLayout(...)`` and exports
+    ``to_kernel`` / ``transform_into`` from it (the ``VariantSpec.layout`` hook).
+    """
+
+    canonical: Callable[[Any], Any]
+    allocate: Callable[..., KernelWeights]
+    chunk: Callable[[Any, int, int], dict[str, torch.Tensor | Interleaved]]
+    inverse: Callable[[KernelWeights], Any]
+    prepare: Callable[[Any, KernelWeights], Callable[[Any, int, int], dict[str, Any]]] | None = None
+
+    def _write(self, canon: Any, dst: KernelWeights, chunk_experts: int) -> KernelWeights:
+        chunk = self.chunk if self.prepare is None else self.prepare(canon, dst)
+        return transform_in_chunks(canon, chunk, dst, chunk_experts)
+
+    def transform_into(self, experts: Any, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
+        """``experts`` (checkpoint layout) written into the preallocated ``dst``, ``chunk_experts`` at a time."""
+        return self._write(self.canonical(experts), dst, chunk_experts)
+
+    def to_kernel(
+        self, experts: Any, device: torch.device | str | None = None, chunk_experts: int = 1
+    ) -> KernelWeights:
+        """``experts`` in the kernel layout, on ``device`` (default: where the experts are)."""
+        canon = self.canonical(experts)
+        hidden, inter = int(canon.w2.shape[1]), int(canon.w13.shape[1]) // 2  # w2 [E, H, .], w13 [E, 2I, .]
+        dst = self.allocate(canon.num_experts, hidden, inter, device or experts.w13.device)
+        return self._write(canon, dst, chunk_experts)
+
+    def from_kernel(self, kw: KernelWeights) -> Any:
+        """The canonical experts of ``kw`` (the exact inverse of :meth:`to_kernel`)."""
+        return self.inverse(kw)

@@ -38,6 +38,7 @@ from moe_oracle.rules.variant import NUMERICS
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, rel_l2
 from moe_oracle.runtime.accuracy import variant_weight_quant
 from moe_oracle.runtime.interface import CheckpointExperts, MegaMoELayer
+from moe_oracle.runtime.layouts import KernelLayout
 from moe_oracle.runtime.quantize import quantize_experts
 from tests.runtime.conftest import PRESETS, twin_experts, twin_setup
 
@@ -140,6 +141,16 @@ def test_layout_module_has_the_documented_hook(spec: VariantSpec) -> None:
     assert not missing, (spec.layout, missing)
     if spec.recipe.l2_input is ActQuant.NVFP4:
         assert callable(getattr(layout, "l2_activation_scale", None))
+    desc = getattr(layout, "LAYOUT", None)
+    if desc is not None or load_registry().origin(spec).builtin:  # moe-oracle's layouts all use the generic one
+        assert isinstance(desc, KernelLayout)
+        assert (desc.canonical, desc.allocate, desc.chunk, desc.inverse) == (
+            layout.canonical,
+            layout.allocate,
+            layout.chunk,
+            layout.from_kernel,
+        )
+        assert layout.to_kernel == desc.to_kernel and layout.transform_into == desc.transform_into
 
 
 # ------------------------------------------------------------------------------------------

@@ -12,9 +12,9 @@ from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
     Interleaved,
+    KernelLayout,
     KernelWeights,
     deinterleave_gate_up,
-    transform_in_chunks,
 )
 from moe_oracle.runtime.quantize import BF16
 
@@ -38,19 +38,12 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
     return {"w13": Interleaved(experts.w13[start:stop]), "w2": experts.w2[start:stop]}
 
 
-def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
-
-
-def to_kernel(
-    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
-) -> KernelWeights:
-    e, n2, h = experts.w13.shape
-    return transform_into(experts, allocate(e, h, n2 // 2, device or experts.w13.device), chunk_experts)
-
-
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
     return CheckpointExperts(BF16, deinterleave_gate_up(kw.w13), kw.w2.clone())
+
+
+LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel)
+transform_into, to_kernel = LAYOUT.transform_into, LAYOUT.to_kernel
 
 
 def vendor_transform(experts: CheckpointExperts) -> KernelWeights:

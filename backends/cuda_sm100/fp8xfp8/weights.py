@@ -23,7 +23,12 @@ from moe_oracle_backends.cuda_sm100._runtime import (
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.layouts import (
+    Interleaved,
+    KernelLayout,
+    KernelWeights,
+    deinterleave_gate_up,
+)
 from moe_oracle.runtime.quantize import MXFP8, fp8_block_to_mxfp8, scale_to_fp32, ue8m0_bytes
 
 
@@ -63,17 +68,6 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
     }
 
 
-def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
-
-
-def to_kernel(
-    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
-) -> KernelWeights:
-    e, n2, h = experts.w13.shape
-    return transform_into(experts, allocate(e, h, n2 // 2, device or experts.w13.device), chunk_experts)
-
-
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
     return CheckpointExperts(
         MXFP8,
@@ -82,6 +76,10 @@ def from_kernel(kw: KernelWeights) -> CheckpointExperts:
         sm100_l1_scale_inverse(kw.w13_sf),
         sm100_l2_scale_inverse(kw.w2_sf),
     )
+
+
+LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel)
+transform_into, to_kernel = LAYOUT.transform_into, LAYOUT.to_kernel
 
 
 def vendor_transform(experts: CheckpointExperts) -> KernelWeights:

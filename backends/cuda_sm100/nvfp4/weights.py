@@ -14,6 +14,8 @@ L2 input scale per layer); ``l2_alpha[e] = w2_global[e] * l2_activation_scale``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 from moe_oracle_backends.cuda_sm100._runtime import (
     allocate_sm100,
@@ -26,7 +28,12 @@ from moe_oracle_backends.cuda_sm100._runtime import (
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.layouts import Interleaved, KernelWeights, deinterleave_gate_up, transform_in_chunks
+from moe_oracle.runtime.layouts import (
+    Interleaved,
+    KernelLayout,
+    KernelWeights,
+    deinterleave_gate_up,
+)
 from moe_oracle.runtime.quantize import NVFP4
 
 
@@ -88,18 +95,11 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
     return _chunk(experts, start, stop, l2_activation_scale(experts))
 
 
-def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    experts = canonical(experts)
+def _prepare(experts: CheckpointExperts, dst: KernelWeights) -> Callable[..., dict[str, torch.Tensor]]:
+    """The layer's L2 activation scale, computed once: kept in ``dst.extras`` and bound into the chunks."""
     scale = l2_activation_scale(experts)
     dst.extras["l2_activation_scale"] = scale
-    return transform_in_chunks(experts, lambda ex, a, b: _chunk(ex, a, b, scale), dst, chunk_experts)
-
-
-def to_kernel(
-    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
-) -> KernelWeights:
-    e, n2, hp = experts.w13.shape
-    return transform_into(experts, allocate(e, hp * 2, n2 // 2, device or experts.w13.device), chunk_experts)
+    return lambda ex, a, b: _chunk(ex, a, b, scale)
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
@@ -113,6 +113,10 @@ def from_kernel(kw: KernelWeights) -> CheckpointExperts:
         w2_global=kw.extras["w2_global"].clone(),
         w2_input_scale=kw.extras["w2_input_scale"].clone(),
     )
+
+
+LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel, prepare=_prepare)
+transform_into, to_kernel = LAYOUT.transform_into, LAYOUT.to_kernel
 
 
 def vendor_transform(experts: CheckpointExperts) -> KernelWeights:

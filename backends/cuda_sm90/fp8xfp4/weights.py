@@ -18,10 +18,10 @@ from moe_oracle_backends.cuda_sm90._runtime import pack_ue8m0_kmajor, unpack_ue8
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
     Interleaved,
+    KernelLayout,
     KernelWeights,
     deinterleave_gate_up,
     interleave_gate_up,
-    transform_in_chunks,
 )
 from moe_oracle.runtime.quantize import MXFP4, canonical_mxfp4, scale_to_fp32
 
@@ -48,17 +48,6 @@ def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.
     }
 
 
-def transform_into(experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
-    return transform_in_chunks(canonical(experts), chunk, dst, chunk_experts)
-
-
-def to_kernel(
-    experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
-) -> KernelWeights:
-    e, n2, hp = experts.w13.shape
-    return transform_into(experts, allocate(e, hp * 2, n2 // 2, device or experts.w13.device), chunk_experts)
-
-
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
     return CheckpointExperts(
         MXFP4,
@@ -67,6 +56,10 @@ def from_kernel(kw: KernelWeights) -> CheckpointExperts:
         deinterleave_gate_up(unpack_ue8m0_kmajor(kw.w13_sf)),
         unpack_ue8m0_kmajor(kw.w2_sf).clone(),
     )
+
+
+LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel)
+transform_into, to_kernel = LAYOUT.transform_into, LAYOUT.to_kernel
 
 
 def vendor_transform(experts: CheckpointExperts) -> KernelWeights:

@@ -6,6 +6,7 @@ The layout does not depend on the activation format (a8w4): see ``backends/rocm_
 from __future__ import annotations
 
 from moe_oracle_backends.rocm_mi355._runtime import (
+    LAYOUT,
     allocate,
     canonical,
     chunk,
@@ -15,4 +16,4 @@ from moe_oracle_backends.rocm_mi355._runtime import (
     vendor_transform,
 )
 
-__all__ = ["allocate", "canonical", "chunk", "from_kernel", "to_kernel", "transform_into", "vendor_transform"]
+__all__ = ["LAYOUT", "allocate", "canonical", "chunk", "from_kernel", "to_kernel", "transform_into", "vendor_transform"]
