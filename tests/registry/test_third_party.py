@@ -115,14 +115,17 @@ def test_matrix_judges_the_toy(toy: Env) -> None:
     assert out["broken_entry_points"] == []
 
 
-def test_plan_names_the_toy_and_the_engine_that_lacks_it(toy: Env) -> None:
+def test_plan_names_the_toy_and_serves_it_through_the_moe_oracle_route(toy: Env) -> None:
     args = ("plan", "zai-org/GLM-5", "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm")
-    text = toy.cli(*args).stdout
-    # the toy declares what vllm-0.33.0 ships of its library (an old build), then the engine gate refuses it
+    text = toy.cli(*args).stdout  # the engine's default profile does not ship the toy library
+    assert f"{KEY}: [KERNEL_MISSING] toy_kernels is not present in software profile" in text
+    # the toy declares what vllm-0.33.0 ships of its library (an old build)
+    text = toy.cli(*args, "--software", "vllm-0.33.0").stdout
     assert f"{KEY}: [LIBRARY_VERSION] toy_kernels 0.9 does not satisfy >=1.0" in text
-    assert "(also: ENGINE_UNSUPPORTED)" in text.split(KEY + ": [LIBRARY_VERSION]")[1].splitlines()[0]
+    # with its library present, moe-oracle's runtime serves it inside vLLM
     text = toy.cli(*args, "--software", "all").stdout
-    assert f"{KEY}: [ENGINE_UNSUPPORTED] vllm 0.33.0 does not know the backend toy_mega_moe" in text
+    assert "Fused backend: toy_mega_moe (sm90_toy_bf16) for every MoE layer group." in text
+    assert f'"backend":"{KEY}"' in text
 
 
 TWIN = """
