@@ -14,6 +14,32 @@ from moe_oracle.rules.scenario import Scenario
 #: Rounding conventions of the activation quantizers (``moe_oracle.runtime.actquant``): how a kernel
 #: turns an amax into a power-of-two scale and rounds FP4. DeepGEMM's and AITER's differ.
 NUMERICS = ("deepgemm", "aiter")
+#: How staged activation scales are laid out for a kernel (``moe_oracle.runtime.staging.ScaleLayout``).
+SCALE_LAYOUTS = ("none", "fp32", "ue8m0", "e4m3", "bytes")
+
+
+@dataclass(frozen=True)
+class Staging:
+    """How the kernel wants its inputs staged, as data (torch-free; the runtime builds a
+    :class:`~moe_oracle.runtime.staging.StagingSpec` from it with ``StagingSpec.declared(spec)``).
+
+    The activation format is the recipe's ``l1_input`` and the rounding convention the variant's
+    ``numerics``. ``scale_layout``: how the scales are laid out for the kernel (``none``, ``fp32``,
+    ``ue8m0``, ``e4m3``, ``bytes``); ``quantize_on_host``: False when the kernel quantizes the BF16 input
+    itself; ``ids_dtype``: the top-k ids' torch dtype name; ``triton_recipe``: the fused Triton staging
+    kernel that writes the same bytes on a GPU (None: the eager path).
+    """
+
+    scale_layout: str
+    quantize_on_host: bool = True
+    ids_dtype: str = "int64"
+    triton_recipe: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.scale_layout not in SCALE_LAYOUTS:
+            raise ValueError(f"staging scale_layout={self.scale_layout!r} is not one of {', '.join(SCALE_LAYOUTS)}")
+        if self.ids_dtype not in ("int32", "int64"):
+            raise ValueError(f"staging ids_dtype={self.ids_dtype!r} must be 'int32' or 'int64'")
 
 
 @dataclass(frozen=True)
@@ -36,7 +62,8 @@ class VariantSpec:
     stop)`` and ``from_kernel`` (the inverse), and ``to_kernel`` / ``transform_into`` from a
     :class:`~moe_oracle.runtime.layouts.KernelLayout` of those; NVFP4-L2 variants also
     ``l2_activation_scale(canonical)``. ``numerics`` is the rounding convention of its activation
-    quantizers (one of :data:`NUMERICS`), which the emulation twin reproduces.
+    quantizers (one of :data:`NUMERICS`), which the emulation twin reproduces. ``staging`` says how
+    its kernel wants the inputs staged (:class:`Staging`).
     """
 
     backend: str
@@ -55,6 +82,7 @@ class VariantSpec:
     sizing: Mapping[str, Callable[..., Any]] | None = field(default=None, hash=False, compare=False)
     layout: str | None = None
     numerics: str = "deepgemm"
+    staging: Staging | None = None
 
     def __post_init__(self) -> None:
         if self.numerics not in NUMERICS:

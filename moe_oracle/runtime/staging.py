@@ -151,6 +151,21 @@ class StagingSpec:
     ids_dtype: torch.dtype = torch.int64
     triton_recipe: str | None = None
 
+    @classmethod
+    def declared(cls, spec: Any) -> StagingSpec:
+        """The staging ``spec`` (a ``VariantSpec``) declares: its ``staging``, ``recipe.l1_input`` and ``numerics``."""
+        st = spec.staging
+        if st is None:
+            raise ValueError(f"{spec.key} declares no staging (VariantSpec.staging)")
+        return cls(
+            spec.recipe.l1_input,
+            st.scale_layout,
+            vendor=spec.numerics,
+            quantize_on_host=st.quantize_on_host,
+            ids_dtype=getattr(torch, st.ids_dtype),
+            triton_recipe=st.triton_recipe,
+        )
+
     def stage(
         self,
         hidden_states: torch.Tensor,

@@ -40,6 +40,7 @@ from moe_oracle.runtime.accuracy import variant_weight_quant
 from moe_oracle.runtime.interface import CheckpointExperts, MegaMoELayer
 from moe_oracle.runtime.layouts import KernelLayout
 from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.runtime.staging import StagingSpec
 from tests.runtime.conftest import PRESETS, twin_experts, twin_setup
 
 VARIANTS = load_registry().variants
@@ -151,6 +152,20 @@ def test_layout_module_has_the_documented_hook(spec: VariantSpec) -> None:
             layout.from_kernel,
         )
         assert layout.to_kernel == desc.to_kernel and layout.transform_into == desc.transform_into
+
+
+@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+def test_staging_declaration_builds_the_staging(spec: VariantSpec) -> None:
+    """moe-oracle's variants declare their staging (third-party ones may stage in their own kernel class)."""
+    if spec.staging is None:
+        assert not load_registry().origin(spec).builtin, f"{spec.key} declares no staging"
+        return
+    st = StagingSpec.declared(spec)
+    assert st.act is spec.recipe.l1_input and st.vendor == spec.numerics
+    x = torch.randn(5, 512, generator=torch.Generator().manual_seed(0)).bfloat16()
+    ids = torch.tensor([[0, 1]] * 5)
+    staged = st.stage(x, ids, torch.rand(5, 2))
+    assert staged["x"].shape[0] == 5 and staged["topk_idx"].dtype == st.ids_dtype
 
 
 # ------------------------------------------------------------------------------------------

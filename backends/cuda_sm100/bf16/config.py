@@ -10,6 +10,7 @@ from moe_oracle.model.types import QuantSpec, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 
 
 def _bf16(q: QuantSpec) -> bool:
@@ -47,5 +48,6 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.bf16.backend:Sm100Bf16MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.bf16.weights",
+    staging=Staging("none"),
     priority=40,
 )

@@ -8,10 +8,11 @@ Bit-exact to ``moe_oracle.numerics``; the eager path and, where named, the fused
 
 from __future__ import annotations
 
-from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.staging import StagingSpec
 
-SPEC = StagingSpec(ActQuant.MXFP8, "ue8m0", triton_recipe="mxfp8")
+from .config import VARIANT
+
+SPEC = StagingSpec.declared(VARIANT)
 
 stage = SPEC.stage
 quantize_like_kernel = SPEC.quantize_like_kernel

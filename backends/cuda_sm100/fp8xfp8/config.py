@@ -16,6 +16,7 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 
 
 def _mxfp8_compatible(q: QuantSpec) -> bool:
@@ -63,5 +64,6 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp8.backend:Sm100Fp8Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.fp8xfp8.weights",
+    staging=Staging("ue8m0", triton_recipe="mxfp8"),
     priority=20,
 )

@@ -15,6 +15,7 @@ from moe_oracle.model.types import QuantSpec, WeightFormat
 from moe_oracle.rules import Engine, ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 
 
 def _nvfp4(q: QuantSpec) -> bool:
@@ -73,5 +74,6 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.nvfp4.backend:Sm100Nvfp4MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.nvfp4.weights",
+    staging=Staging("e4m3"),
     priority=30,
 )

@@ -14,6 +14,7 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
@@ -100,6 +101,7 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp8.weights",
+    staging=Staging("fp32", triton_recipe="fp8_g128"),
     priority=10,
     conversions=CONVERSIONS,
 )

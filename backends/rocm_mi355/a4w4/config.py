@@ -12,6 +12,7 @@ from moe_oracle_backends.rocm_mi355.heap import SIZING
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 
 _NEWER = "kernels.md §2: mega_moe_v2.py @03447f9f (a4w4 only for world_size == 16)"
 
@@ -47,5 +48,6 @@ VARIANT = VariantSpec(
     runtime="moe_oracle_backends.rocm_mi355.a4w4.backend:AiterA4W4MegaMoE",
     layout="moe_oracle_backends.rocm_mi355.a4w4.weights",
     numerics="aiter",
+    staging=Staging("bytes", quantize_on_host=False, ids_dtype="int32"),
     priority=20,
 )

@@ -12,6 +12,7 @@ from moe_oracle_backends.rocm_mi355.heap import SIZING
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Staging
 
 VARIANT = VariantSpec(
     backend=BACKEND,
@@ -35,5 +36,6 @@ VARIANT = VariantSpec(
     runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",
     layout="moe_oracle_backends.rocm_mi355.a8w4.weights",
     numerics="aiter",
+    staging=Staging("bytes", quantize_on_host=False, ids_dtype="int32"),
     priority=10,
 )
