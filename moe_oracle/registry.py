@@ -91,12 +91,6 @@ class NoBackendError(RegistryError):
     """No backend is registered: the distribution is not installed."""
 
 
-def _distribution(ep: EntryPoint) -> str:
-    dist = getattr(ep, "dist", None)
-    name = dist.metadata["Name"] if dist is not None else None
-    return name or ep.value.split(":", 1)[0].split(".")[0]
-
-
 def _load(ep: EntryPoint) -> BackendPackage:
     from moe_oracle.software.profiles import NAMED_PROFILES
 
@@ -130,16 +124,15 @@ def load_registry() -> Registry:
     """All registered variants, sorted by (backend, target, priority, variant).
 
     Raises :class:`RegistryError` naming both distributions when two entry points declare the same
-    variant key, or a library's entry point at two attribute paths.
+    variant key (and ``software.catalog.LibraryConflictError`` when they place a library's entry point
+    at two attribute paths).
     """
-    from moe_oracle.software.catalog import core_libraries, merge_libraries
+    from moe_oracle.software.catalog import distribution_of, known_libraries
 
     broken: list[tuple[str, str]] = []
     paths: list[NonFusedPath] = []
     origins: dict[str, Origin] = {}
     keys: dict[str, VariantSpec] = {}
-    libraries = core_libraries()
-    lib_origin = {name: Origin("moe_oracle.software.catalog", CORE_DISTRIBUTION) for name in libraries}
     for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name):
         label = f"{ep.name} = {ep.value}"
         try:
@@ -147,7 +140,7 @@ def load_registry() -> Registry:
         except Exception as exc:  # a broken plug-in must not take the oracle down
             broken.append((label, f"{type(exc).__name__}: {exc}"))
             continue
-        here = Origin(label, _distribution(ep))
+        here = Origin(label, distribution_of(ep))
         paths.extend(package.nonfused)
         for v in package.variants:
             if v.key in keys:
@@ -159,23 +152,10 @@ def load_registry() -> Registry:
                 )
             keys[v.key] = v
             origins[v.key] = here
-        for lib in package.libraries:
-            if lib.name not in libraries:
-                libraries[lib.name], lib_origin[lib.name] = lib, here
-                continue
-            try:
-                libraries[lib.name] = merge_libraries(libraries[lib.name], lib)
-            except ValueError as exc:
-                first = lib_origin[lib.name]
-                raise RegistryError(
-                    f"{exc}: by {first.distribution} ({first.entry_point}) and by {here.distribution} "
-                    f"({here.entry_point})",
-                    fix=f"make {here.distribution} declare the same attribute path as {first.distribution}.",
-                ) from None
     if not keys:
         raise NoBackendError(
             f"no backend is registered in the '{GROUP}' entry-point group",
             fix="install the distribution (pip install moe-oracle, or pip install -e . in a checkout).",
         )
     ordered = sorted(keys.values(), key=lambda v: (v.backend, v.target, v.priority, v.variant))
-    return Registry(tuple(ordered), tuple(broken), tuple(paths), libraries, origins)
+    return Registry(tuple(ordered), tuple(broken), tuple(paths), known_libraries(), origins)

@@ -8,6 +8,10 @@ and ``vllm-0.33.md`` §2, §5. A backend package adds its own libraries through 
 
 from __future__ import annotations
 
+import functools
+from importlib.metadata import EntryPoint, entry_points
+
+from moe_oracle.errors import OracleError
 from moe_oracle.software.types import LibraryBuild, LibrarySpec
 
 #: DeepGEMM entry points relevant to mega-MoE, by meaning.
@@ -121,11 +125,48 @@ def merge_builds(a: LibraryBuild, b: LibraryBuild) -> LibraryBuild:
     return a.model_copy(update={"symbols": a.symbols | b.symbols})
 
 
-def known_libraries() -> dict[str, LibrarySpec]:
-    """This catalogue plus what the registered backend packages declare (core libraries first)."""
-    from moe_oracle.registry import NoBackendError, load_registry
+class LibraryConflictError(OracleError):
+    """Two backend packages place one entry point of a library at different attribute paths."""
 
-    try:
-        return dict(load_registry().libraries)
-    except NoBackendError:  # nothing registered: the probe still reports the core's libraries
-        return core_libraries()
+
+#: The entry-point group backend packages register in (read here by string, for their libraries).
+BACKENDS_GROUP = "moe_oracle.backends"
+
+
+def distribution_of(ep: EntryPoint) -> str:
+    """The name of the distribution that installed ``ep`` (its top module when unknown)."""
+    dist = getattr(ep, "dist", None)
+    name = dist.metadata["Name"] if dist is not None else None
+    return name or ep.value.split(":", 1)[0].split(".")[0]
+
+
+@functools.lru_cache(maxsize=1)
+def known_libraries() -> dict[str, LibrarySpec]:
+    """This catalogue plus the libraries the ``moe_oracle.backends`` entry points declare (core first).
+
+    An entry point's result declares libraries through its ``libraries`` attribute (a
+    ``moe_oracle.registry.BackendPackage``); one that fails to load is skipped here (the registry
+    reports it). Raises :class:`LibraryConflictError` naming both distributions on a conflict.
+    """
+    libraries = core_libraries()
+    origin = dict.fromkeys(libraries, "moe-oracle (moe_oracle.software.catalog)")
+    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
+        try:
+            declared = tuple(getattr(ep.load()(), "libraries", ()))
+        except Exception:  # a broken plug-in must not take the probe down
+            continue
+        here = f"{distribution_of(ep)} ({ep.name} = {ep.value})"
+        for lib in declared:
+            if not isinstance(lib, LibrarySpec):
+                continue
+            if lib.name not in libraries:
+                libraries[lib.name], origin[lib.name] = lib, here
+                continue
+            try:
+                libraries[lib.name] = merge_libraries(libraries[lib.name], lib)
+            except ValueError as exc:
+                raise LibraryConflictError(
+                    f"{exc}: by {origin[lib.name]} and by {here}",
+                    fix="make both packages declare the same attribute path for it.",
+                ) from None
+    return libraries
