@@ -9,7 +9,6 @@ path. The data lives in ``data/advisories.json``; ``--advisories FILE`` adds a s
 from __future__ import annotations
 
 import fnmatch
-import json
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -19,7 +18,9 @@ from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from moe_oracle.errors import BadInputError
+from moe_oracle.jsonfile import parse_json_object, read_json_object
 from moe_oracle.rules import Reason, ReasonCode, Scenario, VariantSpec
+from moe_oracle.validation import one_line
 
 
 class Advisory(BaseModel):
@@ -105,31 +106,26 @@ class AdvisoryFile(BaseModel):
     advisories: tuple[Advisory, ...]
 
 
-def _parse(text: str, origin: str) -> tuple[Advisory, ...]:
+_FIX_SCHEMA = "see docs/advisories.md for the schema"
+
+
+def _validate(data: dict, origin: str) -> tuple[Advisory, ...]:
     try:
-        return AdvisoryFile.model_validate(json.loads(text)).advisories
-    except (json.JSONDecodeError, ValidationError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadInputError(
-            f"advisory file {origin} is invalid: {first}",
-            fix="see docs/advisories.md for the schema",
-        ) from None
+        return AdvisoryFile.model_validate(data).advisories
+    except ValidationError as exc:
+        raise BadInputError(one_line(exc, f"advisory file {origin} is invalid"), fix=_FIX_SCHEMA) from None
 
 
 @lru_cache(maxsize=1)
 def bundled_advisories() -> tuple[Advisory, ...]:
-    text = resources.files("moe_oracle.data").joinpath("advisories.json").read_text(encoding="utf-8")
-    return _parse(text, "data/advisories.json")
+    data = resources.files("moe_oracle.data").joinpath("advisories.json").read_bytes()
+    return _validate(parse_json_object(data, where="data/advisories.json"), "data/advisories.json")
 
 
 def load_advisories(extra: str | Path | None = None) -> tuple[Advisory, ...]:
     """The bundled advisories plus those of an optional site file."""
     found = bundled_advisories()
     if extra is not None:
-        path = Path(extra)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise BadInputError(f"cannot read advisory file {path}: {exc}") from None
-        found = found + _parse(text, str(path))
+        data = read_json_object(extra, what="advisory file", fix=_FIX_SCHEMA)
+        found = found + _validate(data, str(extra))
     return found

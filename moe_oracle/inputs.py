@@ -6,7 +6,10 @@ so flags mean the same everywhere.
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -115,3 +118,47 @@ def resolve_software(name: str | None, device: str) -> tuple[SoftwareProfile, st
             fix=f"use installed or one of: {', '.join(NAMED_PROFILES)}.",
         )
     return profile, origin
+
+
+#: Most points a workload histogram may have, and the largest weight of one point.
+MAX_WORKLOAD_POINTS = 4096
+MAX_WORKLOAD_WEIGHT = 1e12
+
+
+def check_workload_points(points: Sequence[Any], tokens_per_rank: int) -> tuple[tuple[int, float], ...]:
+    """``points`` as ``((tokens, weight), ...)``, or ValueError saying which point breaks which rule.
+
+    The rules of ``--workload T:w,...``: at least one point and at most :data:`MAX_WORKLOAD_POINTS`;
+    each T an integer in ``1..tokens_per_rank`` (the per-rank budget); each weight a finite number
+    in ``(0, MAX_WORKLOAD_WEIGHT]``. Shared by the flag and by decision records.
+    """
+    if not points:
+        raise ValueError("the workload has no points; give at least one T:weight")
+    if len(points) > MAX_WORKLOAD_POINTS:
+        raise ValueError(f"{len(points)} points; at most {MAX_WORKLOAD_POINTS} are accepted")
+    out = []
+    for point in points:
+        tokens, weight = point
+        if isinstance(tokens, bool) or not isinstance(tokens, int):
+            raise ValueError(f"tokens {tokens!r} is not an integer")
+        if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+            raise ValueError(f"weight {weight!r} is not a number")
+        if not 1 <= tokens <= tokens_per_rank:
+            raise ValueError(f"tokens {tokens}: need 1 <= T <= {tokens_per_rank} (the per-rank token budget)")
+        if not (math.isfinite(weight) and 0 < weight <= MAX_WORKLOAD_WEIGHT):
+            raise ValueError(f"weight {weight!r} of T={tokens}: need a finite weight in (0, {MAX_WORKLOAD_WEIGHT:g}]")
+        out.append((tokens, float(weight)))
+    return tuple(out)
+
+
+def parse_workload(text: str, tokens_per_rank: int, decode_tokens: int) -> Any:
+    """The :class:`~moe_oracle.cost.model.Workload` of ``--workload``, or a one-line BadInputError."""
+    from moe_oracle.cost.model import Workload
+
+    fix = "use decode, prefill, mixed or T:w,... (T in 1..the per-rank budget, w a finite weight > 0)"
+    try:
+        workload = Workload.parse(text, tokens_per_rank, decode_tokens)
+        check_workload_points(workload.points, tokens_per_rank)
+    except ValueError as exc:
+        raise BadInputError(f"--workload {text!r}: {exc}", fix=fix) from None
+    return workload

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +20,19 @@ from moe_oracle import __version__
 from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import Workload
 from moe_oracle.errors import BadInputError
+from moe_oracle.inputs import check_workload_points
+from moe_oracle.jsonfile import read_json_object
+from moe_oracle.model.adapters._view import json_type, show
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.question import ConversionOptions
 from moe_oracle.rules import Engine
 from moe_oracle.selection import Decision, Override
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
+from moe_oracle.validation import one_line
 
 RECORD_SCHEMA = 1
-MAX_RECORD_BYTES = 16 << 20
+_CONVERSION_KEYS = frozenset(f.name for f in fields(ConversionOptions))
 
 
 def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, Any]:
@@ -96,43 +101,97 @@ def decision_to_json(
     }
 
 
+_FIX_RECORD = "pass a file written by select --json"
+
+
 def load_record(path: str | Path) -> dict[str, Any]:
-    p = Path(path)
-    try:
-        if p.stat().st_size > MAX_RECORD_BYTES:
-            raise BadInputError(f"decision record {p} is larger than {MAX_RECORD_BYTES >> 20} MiB")
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise BadInputError(
-            f"cannot read decision record {p}: {exc}", fix="pass a file written by select --json"
-        ) from None
-    if not isinstance(data, dict) or not isinstance(data.get("inputs"), dict):
-        raise BadInputError(
-            f"{p} is not a decision record (no 'inputs' object)", fix="pass a file written by select --json"
-        )
+    """A decision record read through the hardened reader (:mod:`moe_oracle.jsonfile`)."""
+    data = read_json_object(path, what="decision record", fix=_FIX_RECORD)
+    if not isinstance(data.get("inputs"), dict):
+        raise BadInputError(f"{path} is not a decision record (no 'inputs' object)", fix=_FIX_RECORD)
     return data
 
 
-def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
-    """Typed inputs rebuilt from a record, as keyword arguments for :func:`selection.decide`."""
-    raw = record["inputs"]
+def _invalid(key: str, value: Any, expected: str) -> BadInputError:
+    return BadInputError(
+        f"decision record inputs.{key} = {show(value)} is invalid: {expected}",
+        fix=f"{_FIX_RECORD}, unedited",
+    )
+
+
+def _object(raw: dict[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key)
+    if not isinstance(value, dict):
+        raise _invalid(key, value, f"a JSON {json_type(value)}, expected an object")
+    return value
+
+
+def _flag(raw: dict[str, Any], key: str, where: str | None = None) -> bool:
+    value = raw.get(key, False)
+    if not isinstance(value, bool):
+        raise _invalid(where or key, value, f"a JSON {json_type(value)}, expected true or false")
+    return value
+
+
+def _validated(key: str, model: type[Any], value: Any) -> Any:
+    if not isinstance(value, dict):
+        raise _invalid(key, value, f"a JSON {json_type(value)}, expected an object")
     try:
-        workload = raw.get("workload") or {}
-        return {
-            "model": ModelDescription.model_validate(raw["model"]),
-            "deployment": Deployment.model_validate(raw["deployment"]),
-            "software": SoftwareProfile.model_validate(raw["software"]),
-            "engine": Engine(raw["engine"]),
-            "override": Override.parse(raw["override"]) if raw.get("override") else None,
-            "allow_fallback": bool(raw.get("allow_fallback", False)),
-            "advisories": tuple(Advisory.model_validate(a) for a in raw.get("advisories", [])),
-            "workload": Workload(
-                tuple((int(t), float(w)) for t, w in workload["points"]), workload.get("label", "custom")
-            )
-            if workload
-            else None,
-            "conversion": ConversionOptions(**raw.get("conversion", {})),
-        }
-    except (KeyError, TypeError, ValueError, ValidationError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise BadInputError(f"decision record inputs are invalid: {first}") from None
+        return model.model_validate(value)
+    except ValidationError as exc:
+        raise BadInputError(
+            f"decision record inputs.{key} is invalid: {one_line(exc, key)}", fix=f"{_FIX_RECORD}, unedited"
+        ) from None
+
+
+def _workload(raw: Any, deployment: Deployment) -> Workload | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _invalid("workload", raw, f"a JSON {json_type(raw)}, expected an object with points")
+    points = raw.get("points")
+    label = raw.get("label", "custom")
+    if not isinstance(label, str):
+        raise _invalid("workload.label", label, f"a JSON {json_type(label)}, expected a string")
+    if not isinstance(points, list) or not all(isinstance(p, list) and len(p) == 2 for p in points):
+        raise _invalid("workload.points", points, "expected an array of [tokens, weight] pairs (like --workload)")
+    try:
+        return Workload(check_workload_points(points, deployment.parallel.tokens_per_rank), label)
+    except ValueError as exc:
+        raise _invalid("workload.points", points, str(exc)) from None
+
+
+def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
+    """Typed inputs rebuilt from a record, as keyword arguments for :func:`selection.decide`.
+
+    Every field is validated like the command-line value it stands for: a wrong type, an unknown
+    engine, a malformed override or a workload point ``--workload`` would refuse is one line
+    (exit 2), never a traceback or a decision on nonsense.
+    """
+    raw = record["inputs"]
+    deployment = _validated("deployment", Deployment, raw.get("deployment"))
+    engine = raw.get("engine", Engine.NONE.value)
+    if engine not in {e.value for e in Engine}:
+        raise _invalid("engine", engine, "expected one of " + ", ".join(e.value for e in Engine) + " (like --engine)")
+    override = raw.get("override")
+    if override is not None and (not isinstance(override, str) or not override.strip()):
+        raise _invalid("override", override, "expected null or a NAME[:VARIANT] string (like --moe-backend)")
+    advisories = raw.get("advisories", [])
+    if not isinstance(advisories, list):
+        raise _invalid("advisories", advisories, f"a JSON {json_type(advisories)}, expected an array")
+    conversion = raw.get("conversion", {})
+    if not isinstance(conversion, dict) or set(conversion) - _CONVERSION_KEYS:
+        raise _invalid("conversion", conversion, "expected an object with " + ", ".join(sorted(_CONVERSION_KEYS)))
+    return {
+        "model": _validated("model", ModelDescription, raw.get("model")),
+        "deployment": deployment,
+        "software": _validated("software", SoftwareProfile, raw.get("software")),
+        "engine": Engine(engine),
+        "override": Override.parse(override) if override else None,
+        "allow_fallback": _flag(raw, "allow_fallback"),
+        "advisories": tuple(_validated(f"advisories[{i}]", Advisory, a) for i, a in enumerate(advisories)),
+        "workload": _workload(raw.get("workload"), deployment),
+        "conversion": ConversionOptions(
+            **{k: _flag(conversion, k, f"conversion.{k}") for k in sorted(_CONVERSION_KEYS) if k in conversion}
+        ),
+    }

@@ -59,7 +59,6 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.advisories import load_advisories
-    from moe_oracle.cost.model import Workload
     from moe_oracle.question import ConversionOptions
     from moe_oracle.record import decision_to_json, load_record, replay_inputs
     from moe_oracle.selection import Override, decide
@@ -90,7 +89,7 @@ def select(model: str | None, **kw: Any) -> None:
 
     if kw.get("device") is None:
         raise BadInputError("select needs --device", fix="e.g. --device b200, --device mi355x or --device local")
-    from moe_oracle.inputs import build_deployment, resolve_software
+    from moe_oracle.inputs import build_deployment, parse_workload, resolve_software
     from moe_oracle.model.resolve import resolve_model
 
     engine = Engine(kw.pop("engine"))
@@ -107,12 +106,7 @@ def select(model: str | None, **kw: Any) -> None:
     flags = flags_from(kw)
     description = resolve_model(model)
     deployment, _ = build_deployment(flags, env)
-    try:
-        workload = Workload.parse(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
-    except ValueError as exc:
-        raise BadInputError(
-            f"--workload {workload_text!r}: {exc}", fix="use decode, prefill, mixed or T:w,..."
-        ) from None
+    workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
     software, origin = resolve_software(software_name, flags.device)
     decision = decide(
         description,

@@ -19,20 +19,18 @@ whole file), must be UTF-8, must hold one JSON object, and may not use the ``NaN
 
 from __future__ import annotations
 
-import codecs
-import json
 import os
 import re
-import stat
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from moe_oracle.errors import ModelConfigError, UnknownModelError
+from moe_oracle.jsonfile import MAX_JSON_BYTES, exists_or_dangling, parse_json_object, path_problem, read_json_object
 
 #: Largest config file read; a real ``config.json`` is a few kB, GLM-5-FP8's is 36 kB.
-MAX_CONFIG_BYTES = 16 * 1024 * 1024
+MAX_CONFIG_BYTES = MAX_JSON_BYTES
 
 CONFIG_NAME = "config.json"
 HF_QUANT_NAME = "hf_quant_config.json"
@@ -51,85 +49,25 @@ class RawModelConfig:
 
 
 # ---------------------------------------------------------------------------------------------
-# JSON
+# JSON (the hardened reader of moe_oracle.jsonfile, with config-file wording)
 # ---------------------------------------------------------------------------------------------
 
-
-class _NonJsonConstant(ValueError):
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self.name = name
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NonJsonConstant(name)
+_FIX_CONFIG = "pass the model's config.json, not a weight or index file"
 
 
 def parse_json_bytes(data: bytes, *, where: str) -> dict:
-    """Parse one JSON object from ``data`` (UTF-8, optional BOM), strictly."""
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ModelConfigError(
-            f"{where} is {len(data)} bytes, over the {MAX_CONFIG_BYTES}-byte limit for a config file",
-            fix="pass the model's config.json, not a weight or index file",
-        )
-    if data.startswith(codecs.BOM_UTF8):
-        data = data[len(codecs.BOM_UTF8) :]
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ModelConfigError(
-            f"{where} is not UTF-8 text (invalid byte 0x{data[exc.start]:02x} at offset {exc.start})",
-            fix="save the config as UTF-8 JSON",
-        ) from None
-    if not text.strip():
-        raise ModelConfigError(f"{where} is empty; expected a JSON object", fix="pass the model's config.json")
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except _NonJsonConstant as exc:
-        raise ModelConfigError(
-            f"{where} contains the literal {exc.name}, which is not valid JSON (NaN and Infinity are not allowed)",
-            fix="replace it with a finite number or null",
-        ) from None
-    except json.JSONDecodeError as exc:
-        ended = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-        truncated = " (the file looks truncated)" if ended else ""
-        raise ModelConfigError(
-            f"{where} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno}){truncated}",
-            fix="re-download or repair the file",
-        ) from None
-    except RecursionError:
-        raise ModelConfigError(f"{where} is nested too deeply to be a config file") from None
-    except ValueError as exc:  # e.g. an integer literal with thousands of digits
-        raise ModelConfigError(f"{where} is not a usable JSON document: {' '.join(str(exc).split())}") from None
-    if not isinstance(value, dict):
-        kind = "an array" if isinstance(value, list) else f"a {type(value).__name__} value"
-        raise ModelConfigError(
-            f"{where} holds {kind} at the top level; expected a JSON object",
-            fix="pass the model's config.json",
-        )
-    return value
+    """Parse one JSON object from ``data`` (UTF-8, optional BOM), strictly (see :mod:`moe_oracle.jsonfile`)."""
+    return parse_json_object(data, where=where, error=ModelConfigError, fix=_FIX_CONFIG)
 
 
 def read_json_file(path: Path) -> dict:
-    """Read one bounded JSON object from ``path``; the size is checked before the file is read."""
-    where = str(path)
-    try:
-        info = path.stat()
-    except OSError as exc:
-        raise ModelConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ModelConfigError(f"{where} is not a regular file", fix="pass a config.json file or its directory")
-    if info.st_size > MAX_CONFIG_BYTES:
-        raise ModelConfigError(
-            f"{where} is {info.st_size} bytes, over the {MAX_CONFIG_BYTES}-byte limit for a config file",
-            fix="pass the model's config.json, not a weight or index file",
-        )
-    try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise ModelConfigError(f"cannot read {where}: {exc.strerror or exc}") from None
-    return parse_json_bytes(data, where=where)
+    """Read one bounded JSON object from a regular file; the size is checked before the file is read."""
+    return read_json_object(path, error=ModelConfigError, fix=_FIX_CONFIG)
+
+
+def _optional(path: Path) -> dict | None:
+    """``path`` read when it exists or is a (possibly broken) link: a dangling link is an error, not absent."""
+    return read_json_file(path) if exists_or_dangling(path) else None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -178,23 +116,21 @@ def _load_preset(entry: Any) -> RawModelConfig:
 
 def _load_directory(path: Path, model_id: str) -> RawModelConfig:
     config_path = path / CONFIG_NAME
-    if not config_path.exists():
+    if not exists_or_dangling(config_path):
         raise ModelConfigError(
             f"directory {path} has no {CONFIG_NAME}",
             fix="pass a Hugging Face checkpoint directory (the one holding config.json) or a preset id",
         )
     config = read_json_file(config_path)
-    quant_path = path / HF_QUANT_NAME
-    quant = read_json_file(quant_path) if quant_path.exists() else None
+    quant = _optional(path / HF_QUANT_NAME)
     return RawModelConfig(config, quant, model_id, f"directory {path.resolve()}")
 
 
 def _load_file(path: Path, model_id: str) -> RawModelConfig:
     config = read_json_file(path)
     quant = None
-    sibling = path.with_name(HF_QUANT_NAME)
-    if path.name == CONFIG_NAME and sibling.exists():
-        quant = read_json_file(sibling)
+    if path.name == CONFIG_NAME:
+        quant = _optional(path.with_name(HF_QUANT_NAME))
     return RawModelConfig(config, quant, model_id, f"file {path.resolve()}")
 
 
@@ -251,11 +187,10 @@ def load_model_source(source: str, *, allow_network: bool = False) -> RawModelCo
     if "\x00" in source:
         raise UnknownModelError(f"model source {source!r} contains a NUL byte")
     path = Path(source).expanduser()
-    try:
-        exists = path.exists()
-    except OSError:  # e.g. a name too long for the filesystem
-        exists = False
-    if exists:
+    problem = path_problem(path)
+    if problem is not None and problem != "does not exist":
+        raise UnknownModelError(f"model source {source!r} {problem}", fix="pass an existing checkpoint directory")
+    if problem is None:
         if path.is_dir():
             return _load_directory(path, source)
         return _load_file(path, source)

@@ -83,7 +83,7 @@ def test_replay_roundtrip(tmp_path):
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--engine", "trtllm"], "--engine"),
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--env", "NOEQUALS"], "KEY=VALUE"),
         (["select", "no-such/model", "--device", "b200"], "no-such/model"),
-        (["select", "--replay", "/nonexistent.json"], "cannot read decision record"),
+        (["select", "--replay", "/nonexistent.json"], "decision record /nonexistent.json does not exist"),
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--moe-backend", "marlin"], "marlin"),
         (["frobnicate"], "No such command"),
     ],

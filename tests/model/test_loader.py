@@ -137,7 +137,9 @@ def test_without_huggingface_hub_a_hub_id_is_unknown(monkeypatch):
         ("", ["empty"]),
         ("   \n", ["empty"]),
         ("[" * 100_000 + "]" * 100_000, ["nested too deeply"]),
-        ('{"n": ' + "9" * 5000 + "}", ["not a usable JSON document"]),
+        ('{"n": ' + "9" * 5000 + "}", ["integer with 5000 digits"]),
+        ('{"n": 1e999}', ["1e999", "overflows to infinity"]),
+        ('{"a": ' * 65 + "1" + "}" * 65, ["nested too deeply", "64 levels"]),
     ],
 )
 def test_malformed_json_files(tmp_path, content, needles):
@@ -160,9 +162,11 @@ def test_utf8_bom_is_accepted(tmp_path):
     assert load_model_source(str(tmp_path)).config == config
 
 
-def test_duplicate_keys_are_tolerated(tmp_path):
-    write(tmp_path / "config.json", '{"a": 1, "a": 2}')
-    assert load_model_source(str(tmp_path)).config == {"a": 2}
+def test_duplicate_keys_are_refused(tmp_path):
+    write(tmp_path / "config.json", '{"a": 1, "b": {"a": 2, "a": 3}}')
+    with pytest.raises(ModelConfigError) as info:
+        load_model_source(str(tmp_path))
+    assert_one_line(info.value, "key 'a' twice")
 
 
 def test_malformed_hf_quant_config_is_not_ignored(tmp_path):
@@ -225,3 +229,50 @@ def test_reconstructed_fixtures_load_through_directories():
 def test_path_objects_are_accepted():
     raw = load_model_source(FIXTURES / "zai-org--GLM-5.2")
     assert raw.origin.startswith("directory ") and raw.config["model_type"] == "glm_moe_dsa"
+
+
+# -- hostile paths: every one refused in well under a second, never read, never silently skipped ----
+
+
+def _nvfp4_dir(tmp_path):
+    config, quant = preset("nvidia--GLM-5.1-NVFP4")
+    write(tmp_path / "config.json", json.dumps(config))
+    return quant
+
+
+def test_dangling_hf_quant_config_link_is_an_error_not_bf16(tmp_path):
+    _nvfp4_dir(tmp_path)
+    os.symlink(tmp_path / "gone.json", tmp_path / "hf_quant_config.json")
+    with pytest.raises(ModelConfigError) as info:
+        load_model_source(str(tmp_path))
+    assert_one_line(info.value, "hf_quant_config.json", "broken symbolic link", "gone.json")
+
+
+def test_link_to_dev_zero_is_not_read(tmp_path):
+    if not os.path.exists("/dev/zero"):
+        pytest.skip("no /dev/zero")
+    _nvfp4_dir(tmp_path)
+    os.symlink("/dev/zero", tmp_path / "hf_quant_config.json")
+    start = time.perf_counter()
+    with pytest.raises(ModelConfigError) as info:
+        load_model_source(str(tmp_path))
+    assert time.perf_counter() - start < 1.0
+    assert_one_line(info.value, "character device", "not a regular file")
+
+
+def test_fifo_hf_quant_config_does_not_block(tmp_path):
+    if not hasattr(os, "mkfifo"):
+        pytest.skip("no FIFOs here")
+    _nvfp4_dir(tmp_path)
+    os.mkfifo(tmp_path / "hf_quant_config.json")  # no writer: a blocking open would hang forever
+    start = time.perf_counter()
+    with pytest.raises(ModelConfigError) as info:
+        load_model_source(str(tmp_path))
+    assert time.perf_counter() - start < 1.0
+    assert_one_line(info.value, "FIFO", "not a regular file")
+
+
+def test_name_too_long_is_reported_as_such():
+    with pytest.raises(UnknownModelError) as info:
+        load_model_source("x" * 5000)
+    assert_one_line(info.value, "name too long for the file system")
