@@ -19,190 +19,25 @@ checkpoint whose ``quant_method`` is ``fp8`` but which states no ``expert_dtype`
 assumed to be FP4: when a layer falls through to the base format, :class:`ModelConfigError`
 says the format cannot be determined and how to state it.
 
-Module names are matched the way the producers do: ``re:`` prefixed regular expressions
-(``re.match``, compressed-tensors), shell globs (``fnmatch``, ModelOpt), exact module names
-or module-name prefixes, and the class name ``Linear`` (every linear layer).
+Module names are matched by :mod:`._patterns` (RE2 regular expressions, globs, exact names and
+prefixes, ``Linear``), under the wrapper prefixes of a multimodal checkpoint too.
 """
 
 from __future__ import annotations
 
-import fnmatch
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from moe_oracle.errors import ModelConfigError
+from moe_oracle.model.adapters._formats import bf16, fp8_block, fp8_channel, mxfp4, mxfp8, nvfp4, with_source
+from moe_oracle.model.adapters._patterns import PatternSet, Site, deepseek_v4_site, hf_site, prefixes, wrapped
 from moe_oracle.model.adapters._view import FIX_VALUE, ConfigView, is_int, json_type, show
-from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
+from moe_oracle.model.types import QuantSpec, ScaleFormat
 
-_MAX_PATTERNS = 100_000
-_MAX_PATTERN_LEN = 1000
+__all__ = ["QuantResolver", "Site", "deepseek_v4_site", "hf_site"]
 
 _FIX_MANUAL = "describe the model manually (a manual description JSON or the weight-format flag)"
-
-
-def bf16(source: str) -> QuantSpec:
-    return QuantSpec(format=WeightFormat.BF16, source=source)
-
-
-def mxfp4(source: str) -> QuantSpec:
-    return QuantSpec(format=WeightFormat.MXFP4, block=(1, 32), scale_format=ScaleFormat.UE8M0, source=source)
-
-
-def mxfp8(source: str) -> QuantSpec:
-    return QuantSpec(format=WeightFormat.MXFP8, block=(1, 32), scale_format=ScaleFormat.UE8M0, source=source)
-
-
-def nvfp4(source: str) -> QuantSpec:
-    return QuantSpec(
-        format=WeightFormat.NVFP4,
-        block=(1, 16),
-        scale_format=ScaleFormat.E4M3,
-        global_scale=True,
-        source=source,
-    )
-
-
-def fp8_block(block: tuple[int, int], scale: ScaleFormat, source: str) -> QuantSpec:
-    return QuantSpec(format=WeightFormat.FP8_BLOCK, block=block, scale_format=scale, source=source)
-
-
-def fp8_channel(source: str) -> QuantSpec:
-    return QuantSpec(format=WeightFormat.FP8_CHANNEL, scale_format=ScaleFormat.FP32, source=source)
-
-
-def with_source(spec: QuantSpec, source: str) -> QuantSpec:
-    return spec.model_copy(update={"source": source})
-
-
-# ---------------------------------------------------------------------------------------------
-# Module sites: the candidate module names of one layer's experts
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Site:
-    """Candidate module names of one MoE layer's routed and shared experts."""
-
-    label: str
-    experts: tuple[str, ...]
-    shared: tuple[str, ...]
-
-
-def _leaves(container: str, leaf_names: Sequence[str], *, expert: bool) -> list[str]:
-    prefix = f"{container}.0" if expert else container
-    return [container] + [f"{prefix}.{leaf}" for leaf in leaf_names]
-
-
-def deepseek_v4_site(label: str, layer: int | None, mtp: int | None) -> Site:
-    """DeepSeek V4 reference naming (``layers.3.ffn.experts.0.w1``, ``mtp.0.ffn.experts``) and the
-    transformers-style renaming some exports use (``model.layers.3.ffn.experts.0.gate_proj``)."""
-    roots = [f"layers.{layer}", f"model.layers.{layer}"] if mtp is None else [f"mtp.{mtp}", f"model.mtp.{mtp}"]
-    experts: list[str] = []
-    shared: list[str] = []
-    for root in roots:
-        for leaves in (("w1", "w2", "w3"), ("gate_proj", "up_proj", "down_proj")):
-            experts += _leaves(f"{root}.ffn.experts", leaves, expert=True)
-            shared += _leaves(f"{root}.ffn.shared_experts", leaves, expert=False)
-    return Site(label, tuple(dict.fromkeys(experts)), tuple(dict.fromkeys(shared)))
-
-
-def hf_site(label: str, layer: int) -> Site:
-    """Hugging Face naming (``model.layers.3.mlp.experts.0.gate_proj``, fused ``gate_up_proj``)."""
-    root = f"model.layers.{layer}.mlp"
-    experts = _leaves(f"{root}.experts", ("gate_proj", "up_proj", "down_proj"), expert=True)
-    experts += [f"{root}.experts.gate_up_proj", f"{root}.experts.down_proj"]
-    shared = _leaves(f"{root}.shared_experts", ("gate_proj", "up_proj", "down_proj"), expert=False)
-    return Site(label, tuple(experts), tuple(shared))
-
-
-# ---------------------------------------------------------------------------------------------
-# Pattern sets
-# ---------------------------------------------------------------------------------------------
-
-
-def _prefixes(name: str) -> Iterable[str]:
-    parts = name.split(".")
-    for end in range(1, len(parts) + 1):
-        yield ".".join(parts[:end])
-
-
-class PatternSet:
-    """Module-name patterns from one config list, compiled once."""
-
-    def __init__(self, patterns: Any, *, path: str, model_id: str) -> None:
-        self.path = path
-        self.exact: dict[str, str] = {}
-        self.globs: list[tuple[str, re.Pattern[str]]] = []
-        self.regexes: list[tuple[str, re.Pattern[str]]] = []
-        self.linear: str | None = None
-        self._glob_any: re.Pattern[str] | None = None
-        if patterns is None:
-            return
-        if isinstance(patterns, str):
-            patterns = [patterns]
-        if not isinstance(patterns, list):
-            raise ModelConfigError(
-                f"{model_id}: {path}={show(patterns)} is invalid: a JSON {json_type(patterns)}, "
-                "expected an array of module-name patterns"
-            )
-        if len(patterns) > _MAX_PATTERNS:
-            raise ModelConfigError(
-                f"{model_id}: {path} has {len(patterns)} entries; at most {_MAX_PATTERNS} are accepted"
-            )
-        for index, pattern in enumerate(patterns):
-            where = f"{path}[{index}]"
-            if not isinstance(pattern, str) or not pattern or len(pattern) > _MAX_PATTERN_LEN:
-                raise ModelConfigError(
-                    f"{model_id}: {where}={show(pattern)} is invalid: expected a non-empty module-name "
-                    f"pattern string of at most {_MAX_PATTERN_LEN} characters"
-                )
-            if pattern.startswith("re:"):
-                try:
-                    self.regexes.append((pattern, re.compile(pattern[3:])))
-                except (re.error, RecursionError, OverflowError) as exc:
-                    raise ModelConfigError(
-                        f"{model_id}: {where}={show(pattern)} is not a valid regular expression ({exc})"
-                    ) from None
-            elif any(ch in pattern for ch in "*?["):
-                self.globs.append((pattern, re.compile(fnmatch.translate(pattern))))
-            elif pattern == "Linear":
-                self.linear = pattern
-            else:
-                self.exact.setdefault(pattern, pattern)
-        if self.globs:
-            self._glob_any = re.compile("|".join(f"(?:{g.pattern})" for _, g in self.globs))
-
-    def __bool__(self) -> bool:
-        return bool(self.exact or self.globs or self.regexes or self.linear)
-
-    def match_names(self, names: Iterable[str]) -> str | None:
-        """The first pattern matching a name (by module name, glob or regex), or ``None``."""
-        names = tuple(names)
-        if self.exact:
-            for name in names:
-                for prefix in _prefixes(name):
-                    if prefix in self.exact:
-                        return self.exact[prefix]
-        if self._glob_any is not None:
-            for name in names:
-                if self._glob_any.match(name):
-                    for pattern, compiled in self.globs:
-                        if compiled.match(name):
-                            return pattern
-        for pattern, compiled in self.regexes:
-            for name in names:
-                if compiled.match(name):
-                    return pattern
-        return None
-
-    def match(self, names: Iterable[str]) -> str | None:
-        """Like :meth:`match_names`, but the class target ``Linear`` matches every module."""
-        hit = self.match_names(names)
-        if hit is None and self.linear is not None:
-            return self.linear
-        return hit
 
 
 # ---------------------------------------------------------------------------------------------
@@ -231,6 +66,7 @@ class QuantResolver:
         self.view = view
         self.model_id = view.model_id
         self.expert_dtype_required = expert_dtype_required
+        self.multimodal = len(view.scopes) > 1  # the language model's keys sit under text_config
 
         found = view.lookup("quantization_config")
         self.qc: dict | None = None
@@ -282,8 +118,12 @@ class QuantResolver:
             return f"{self.hq_path}.{key}", self.hq[key]
         return None
 
-    def _err(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
-        return ModelConfigError(f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE)
+    def _err(
+        self, path: str, value: Any, expected: str, fix: str | None = None, *, limit: int = 80
+    ) -> ModelConfigError:
+        return ModelConfigError(
+            f"{self.model_id}: {path}={show(value, limit)} is invalid: {expected}", fix=fix or FIX_VALUE
+        )
 
     def _method(self) -> str | None:
         if self.qc is None:
@@ -513,7 +353,7 @@ class QuantResolver:
     def _match_layer_map(self, names: Sequence[str]) -> QuantSpec | None:
         assert self.layer_map is not None
         for name in names:
-            for prefix in _prefixes(name):
+            for prefix in prefixes(name):
                 spec = self.layer_map.get(prefix)
                 if spec is not None:
                     return spec
@@ -561,7 +401,12 @@ class QuantResolver:
             "the oracle reads NVFP4/MXFP4 (4-bit float, groups of 16/32), FP8 blocks and per-channel FP8 "
             "expert weights; this scheme is not representable",
             fix=_FIX_MANUAL,
+            limit=2000,  # the whole scheme: every field that made it unrepresentable
         )
+
+    def _names(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        """Candidate module names; a multimodal (``text_config``) checkpoint's under its wrappers too."""
+        return wrapped(names) if self.multimodal else names
 
     def _excluded(self, names: Sequence[str]) -> str | None:
         for patterns in self.ignores:
@@ -579,7 +424,7 @@ class QuantResolver:
 
     def routed(self, site: Site) -> QuantSpec:
         """Format of the routed experts at ``site``."""
-        names = site.experts
+        names = self._names(site.experts)
         if self.layer_map is not None:
             spec = self._match_layer_map(names)
             if spec is not None:
@@ -605,7 +450,7 @@ class QuantResolver:
 
     def shared(self, site: Site) -> QuantSpec:
         """Format of the shared experts at ``site``."""
-        names = site.shared
+        names = self._names(site.shared)
         if self.layer_map is not None:
             spec = self._match_layer_map(names)
             if spec is not None:
