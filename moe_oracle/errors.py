@@ -19,6 +19,8 @@ class ExitCode(IntEnum):
     OVERRIDE_REFUSED = 3
     ENGINE_FAILED = 4
     REPLAY_MISMATCH = 5
+    STALE = 6  # ``--check``: a generated file would change
+    INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), the shells' convention
 
 
 class OracleError(Exception):

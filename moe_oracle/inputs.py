@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from moe_oracle.errors import BadInputError, DeploymentError
 from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
 from moe_oracle.software.types import SoftwareProfile
-from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
+from moe_oracle.spec.deployment import Deployment, LayoutError, Parallelism, Topology
 from moe_oracle.spec.device import DEVICES, DeviceSpec
 from moe_oracle.validation import one_line
 
@@ -76,8 +76,60 @@ def resolve_device(name: str) -> tuple[DeviceSpec, str]:
     return spec, "catalogue"
 
 
+#: Deployment field -> the flag that sets it (for range errors).
+_FLAG_OF = {
+    "gpus_per_node": "--gpus-per-node",
+    "nodes": "--nodes",
+    "domain_size": "--domain-size",
+    "tp": "--tp",
+    "dp": "--dp",
+    "ep": "--ep",
+    "pp": "--pp",
+    "max_num_batched_tokens": "--max-num-batched-tokens",
+    "all2all_backend": "--all2all-backend",
+}
+
+
+def _deployment_error(exc: ValidationError) -> DeploymentError:
+    """A pydantic error on the deployment, told in flags: ``--tp 100000: ...`` with the range as the fix."""
+    first = exc.errors(include_url=False)[0]
+    cause = (first.get("ctx") or {}).get("error")
+    if isinstance(cause, LayoutError):
+        return DeploymentError(cause.message, fix=cause.fix)
+    field = str(first.get("loc", ("",))[-1]) if first.get("loc") else ""
+    flag = _FLAG_OF.get(field)
+    ctx = first.get("ctx") or {}
+    if flag is None or "input" not in first:
+        return DeploymentError(one_line(exc, "invalid deployment"))
+    msg = first.get("msg", "invalid").removeprefix("Value error, ")
+    hi = ctx.get("le")
+    if hi is not None:
+        fix = f"use {flag} in 1..{hi}"
+    elif ctx.get("gt") is not None:
+        fix = f"use {flag} greater than {ctx['gt']}"
+    else:
+        fix = f"correct {flag}"
+    return DeploymentError(f"{flag} {first['input']!r}: {msg.lower()}", fix=fix)
+
+
+def _check_domain(flags: DeploymentFlags, device: DeviceSpec, origin: str) -> None:
+    """An explicit ``--domain-size`` larger than the device's real NVLink/XGMI domain is refused."""
+    wanted = flags.domain_size
+    if wanted is None or wanted <= device.domain_size:
+        return
+    bigger = [name for name, d in DEVICES.items() if d.domain_size >= wanted]
+    where = "this machine" if origin != "catalogue" else f"a {device.name} system"
+    raise DeploymentError(
+        f"--domain-size {wanted} is larger than the NVLink/XGMI domain of {where} ({device.domain_size} GPUs): "
+        "GPUs outside one domain cannot reach each other's memory, whatever the flag says",
+        fix=f"drop --domain-size (default {device.domain_size})"
+        + (f", or name a device with a domain that large: --device {' / '.join(bigger)}" if bigger else ""),
+    )
+
+
 def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) -> tuple[Deployment, str]:
     device, origin = resolve_device(flags.device)
+    _check_domain(flags, device, origin)
     gpn = flags.gpus_per_node or device.gpus_per_node
     domain = flags.domain_size or device.domain_size
     if flags.domain_size is None and device.domain_size == device.gpus_per_node and flags.gpus_per_node:
@@ -98,8 +150,43 @@ def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) 
             env=dict(env or {}),
         )
     except ValidationError as exc:
-        raise DeploymentError(one_line(exc, "invalid deployment")) from None
+        raise _deployment_error(exc) from None
     return deployment, origin
+
+
+def deployment_warnings(deployment: Deployment) -> list[str]:
+    """One line for each legal but probably unintended layout: whole nodes left idle, a TP group that does
+    not divide a node. (One node partly used is the ordinary single-rank default and is not warned.)"""
+    par, topo = deployment.parallel, deployment.topology
+    out = []
+    used, world = deployment.ranks_used, topo.world_size
+    if par.tp > 1 and topo.gpus_per_node % par.tp and par.tp < world:
+        out.append(
+            f"--tp {par.tp} does not divide the {topo.gpus_per_node} GPUs of a node: tensor-parallel groups "
+            f"straddle nodes or leave GPUs idle ({world - used} of {world} idle here; use a --tp that divides "
+            f"{topo.gpus_per_node})"
+        )
+    elif used <= world - topo.gpus_per_node:  # a whole node (or more) would run nothing
+        fill = f"--dp {world // (par.tp * par.pp)}" + (f" --ep {world // par.pp}" if par.ep > 1 else "")
+        out.append(
+            f"tp*dp*pp = {par.tp}*{par.dp}*{par.pp} = {used} ranks on {topo.nodes} nodes x {topo.gpus_per_node} "
+            f"GPUs: {world - used} of {world} GPUs stay idle (to use them all: {fill}; "
+            f"or --nodes {-(-used // topo.gpus_per_node)})"
+        )
+    return out
+
+
+def check_engine_software(engine: str | None, software: str | None) -> None:
+    """``--software ENGINE-VERSION`` must name the ``--engine`` in use (``--engine vllm --software sglang-0.5.23``
+    would judge vLLM's gates against SGLang's libraries)."""
+    if not engine or engine == "none" or not software:
+        return
+    for other in ("vllm", "sglang"):
+        if other != engine and software.strip().lower().startswith(other + "-"):
+            raise BadInputError(
+                f"--engine {engine} contradicts --software {software} (a profile of the {other} release)",
+                fix=f"use --software {engine}-<version> (moe-oracle list profiles), or --engine {other}",
+            )
 
 
 def resolve_software(name: str | None, device: str) -> tuple[SoftwareProfile, str]:

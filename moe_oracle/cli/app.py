@@ -53,40 +53,85 @@ def _exists(module: str) -> bool:
 def cli() -> None:
     """Decide, explain and run the fused mega-MoE backend for a model on a cluster.
 
-    Exit codes: 0 success, 2 bad input, 3 --moe-backend override refused, 5 replay differs,
-    1 internal error.
+    \b
+    Exit codes:
+      0    success
+      1    internal error (a bug: please report it)
+      2    bad input (one line on stderr: the value, the rule, the fix)
+      3    --moe-backend override refused
+      4    engine could not be started (serve)
+      5    replay differs from the record (select --replay)
+      6    generated files are stale (plan --examples --check)
+      130  interrupted (Ctrl-C)
     """
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
     try:
         # standalone_mode=False: click returns ctx.exit() codes instead of calling sys.exit
-        code = cli.main(args=argv, prog_name="moe-oracle", standalone_mode=False)
+        code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False)
     except OracleError as exc:
-        _fail(exc.one_line())
+        _fail(exc.one_line(), as_json, exc.exit_code, exc)
         return int(exc.exit_code)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
-    except click.exceptions.Abort:
-        _fail("aborted")
-        return int(ExitCode.BAD_INPUT)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        # click turns Ctrl-C into Abort; either way: quiet, and the shells' 128 + SIGINT
+        return int(ExitCode.INTERRUPTED)
     except click.ClickException as exc:
         hint = ""
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
             hint = f" (see: {ctx.command_path} --help)"
-        _fail(" ".join(exc.format_message().split()) + hint)
+        text = " ".join(exc.format_message().split())
+        if "is not in the range" in text:
+            text += " Fix: pass a value inside that range"
+        _fail(text + hint, as_json, ExitCode.BAD_INPUT)
         return int(ExitCode.BAD_INPUT)
     except BrokenPipeError:
-        return int(ExitCode.OK)
+        return _closed_stdout()
     except Exception as exc:
         if os.environ.get("MOE_ORACLE_DEBUG"):
             raise
-        _fail(f"internal error: {type(exc).__name__}: {exc} (set MOE_ORACLE_DEBUG=1 for a traceback and report it)")
+        _fail(
+            f"internal error: {type(exc).__name__}: {exc} (set MOE_ORACLE_DEBUG=1 for a traceback and report it)",
+            as_json,
+            ExitCode.INTERNAL,
+        )
         return int(ExitCode.INTERNAL)
     return int(code) if isinstance(code, int) else int(ExitCode.OK)
 
 
-def _fail(message: str) -> None:
+def _closed_stdout() -> int:
+    """The reader of stdout went away (``| head``): exit quietly, and keep the interpreter's final
+    flush from raising again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    return int(ExitCode.OK)
+
+
+def _fail(message: str, as_json: bool = False, code: int = 1, exc: OracleError | None = None) -> None:
+    """``error: <message>`` on stderr; with ``--json`` also the error document on stdout, so that stdout
+    is exactly one JSON document whatever happened: ``{"error", "exit_code", "kind", "message", "fix"}``."""
     click.echo(f"error: {message}", err=True)
     sys.stderr.flush()
+    if as_json:
+        import json
+
+        doc = {
+            "error": message,
+            "exit_code": int(code),
+            "kind": type(exc).__name__ if exc is not None else ("InternalError" if code == 1 else "UsageError"),
+            "message": exc.message if exc is not None else message,
+            "fix": exc.fix if exc is not None else None,
+        }
+        try:
+            click.echo(json.dumps(doc, indent=2))
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _closed_stdout()

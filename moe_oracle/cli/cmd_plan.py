@@ -13,7 +13,7 @@ from typing import Any
 import click
 
 from moe_oracle.cli.options import deployment_options, env_from, flags_from
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, ExitCode
 
 PLAN_ENGINES = ["vllm", "sglang"]
 
@@ -43,6 +43,7 @@ def plan_options(f: Any) -> Any:
 
 def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     """A :class:`PlanRequest` from parsed options (pops what it uses)."""
+    from moe_oracle.inputs import check_engine_software
     from moe_oracle.plan.build import PlanRequest
     from moe_oracle.rules import Engine
 
@@ -56,6 +57,7 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     if kw.get("device") is None:
         raise BadInputError("plan needs --device", fix="e.g. --device b200, --device mi355x or --device local")
     env = env_from(kw.pop("env_items"))
+    check_engine_software(engine, kw.get("software"))
     return PlanRequest(
         model=model,
         flags=flags_from(kw),
@@ -79,7 +81,7 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     default=None,
     help="Write the generated example plans (docs/plans) into this directory instead.",
 )
-@click.option("--check", is_flag=True, help="With --examples: exit 1 if a file would change (write nothing).")
+@click.option("--check", is_flag=True, help="With --examples: exit 6 if a file would change (write nothing).")
 def plan(model: str | None, **kw: Any) -> None:
     """Print a complete serve command and environment for MODEL on an engine (vLLM or SGLang).
 
@@ -98,7 +100,7 @@ def plan(model: str | None, **kw: Any) -> None:
         for name in stale:
             click.echo(f"{'stale' if check else 'wrote'}: {name}")
         if check and stale:
-            raise click.exceptions.Exit(1)
+            raise click.exceptions.Exit(int(ExitCode.STALE))
         return
     from moe_oracle.plan.build import build_plan
 

@@ -67,6 +67,7 @@ def select(model: str | None, **kw: Any) -> None:
     all_reasons = kw.pop("all_reasons")
     replay = kw.pop("replay")
     if replay:
+        _replay_alone(model)
         record = load_record(replay)
         inputs = replay_inputs(record)
         decision = decide(**inputs)
@@ -89,7 +90,13 @@ def select(model: str | None, **kw: Any) -> None:
 
     if kw.get("device") is None:
         raise BadInputError("select needs --device", fix="e.g. --device b200, --device mi355x or --device local")
-    from moe_oracle.inputs import build_deployment, parse_workload, resolve_software
+    from moe_oracle.inputs import (
+        build_deployment,
+        check_engine_software,
+        deployment_warnings,
+        parse_workload,
+        resolve_software,
+    )
     from moe_oracle.model.resolve import resolve_model
 
     engine = Engine(kw.pop("engine"))
@@ -99,13 +106,22 @@ def select(model: str | None, **kw: Any) -> None:
     advisories = load_advisories(kw.pop("advisories"))
     env = env_from(kw.pop("env_items"))
     software_name = kw.pop("software")
-    conversion = ConversionOptions(enabled=not kw.pop("no_convert"), allow_lossy=kw.pop("allow_lossy_conversion"))
+    check_engine_software(engine.value, software_name)
+    no_convert, allow_lossy = kw.pop("no_convert"), kw.pop("allow_lossy_conversion")
+    if no_convert and allow_lossy:
+        raise BadInputError(
+            "--no-convert contradicts --allow-lossy-conversion (no conversion at all vs. lossy ones allowed)",
+            fix="keep one of the two flags",
+        )
+    conversion = ConversionOptions(enabled=not no_convert, allow_lossy=allow_lossy)
     workload_text = kw.pop("workload")
     max_num_seqs = kw.pop("max_num_seqs")
     decode_tokens = kw.pop("decode_tokens") or max_num_seqs or 32
     flags = flags_from(kw)
     description = resolve_model(model)
     deployment, _ = build_deployment(flags, env)
+    for line in deployment_warnings(deployment):
+        click.echo(f"warning: {line}", err=True)
     workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
     software, origin = resolve_software(software_name, flags.device)
     decision = decide(
@@ -121,6 +137,22 @@ def select(model: str | None, **kw: Any) -> None:
     )
     doc = decision_to_json(decision, advisories, origin)
     _emit(decision, doc, as_json, all_reasons)
+
+
+def _replay_alone(model: str | None) -> None:
+    """``--replay`` decides from the record's inputs alone: a MODEL or a deciding flag next to it would be ignored."""
+    ctx = click.get_current_context()
+    given = [f"MODEL {model!r}"] if model is not None else []
+    for param in ctx.command.params:
+        if param.name in ("replay", "as_json", "all_reasons", "model") or not isinstance(param, click.Option):
+            continue
+        if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
+            given.append(param.opts[-1] if param.opts else str(param.name))
+    if given:
+        raise BadInputError(
+            f"--replay takes every input from the record, so {', '.join(given)} would be ignored",
+            fix="drop them (select --replay FILE [--json] [--all-reasons]), or decide anew without --replay",
+        )
 
 
 def _choices(doc: dict[str, Any]) -> list[Any]:

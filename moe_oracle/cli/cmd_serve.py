@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
 import sys
 from typing import Any
 
@@ -33,6 +34,70 @@ def _fill(argv: list[str], env: dict[str, str], placeholders: dict[str, str]) ->
             arg = arg.replace("${" + name + "}", value)
         out.append(arg)
     return out
+
+
+#: Spellings of one engine setting (vLLM and SGLang), so ``-dp 4`` is seen to override ``--data-parallel-size 8``.
+_SYNONYMS = (
+    ("--tensor-parallel-size", "-tp", "--tp-size", "--tp"),
+    ("--data-parallel-size", "-dp", "--dp-size", "--dp"),
+    ("--pipeline-parallel-size", "-pp", "--pp-size"),
+    ("--expert-parallel-size", "--ep-size", "--ep"),
+    ("--enable-expert-parallel", "--no-enable-expert-parallel", "-ep"),
+)
+_CANONICAL = {name: group[0] for group in _SYNONYMS for name in group}
+#: Engine flags that carry the MoE decision itself: never taken from after ``--``.
+_DECISION_FLAGS = ("--moe-backend", "--moe-a2a-backend", "--moe-runner-backend", "--all2all-backend")
+
+
+def _flag(token: str) -> str | None:
+    if not token.startswith("-") or token in ("-", "--") or token[1:2].isdigit():
+        return None
+    name = token.split("=", 1)[0]
+    return _CANONICAL.get(name, name)
+
+
+def _refuse_overrides(planned: list[str], extra: list[str]) -> None:
+    """Engine arguments after ``--`` may add to the plan, never change what it decided (exit 2)."""
+    decided = {_flag(t) for t in planned} - {None}
+    for index, token in enumerate(extra):
+        name = _flag(token)
+        if name is None or (name not in decided and name not in _DECISION_FLAGS):
+            continue
+        value = token.partition("=")[2] or (extra[index + 1] if index + 1 < len(extra) else "")
+        shown = f"{token.split('=', 1)[0]} {value}".strip() if not value.startswith("-") else token
+        mine = next(
+            (f"{t} {planned[i + 1]}" for i, t in enumerate(planned[:-1]) if _flag(t) == name),
+            "its MoE backend choice",
+        )
+        raise BadInputError(
+            f"engine argument {shown!r} after -- overrides what the plan decided ({mine!r})",
+            fix="change the moe-oracle flag instead (--tp, --dp, --ep, --pp, --moe-backend NAME, "
+            "--all2all-backend) so that the decision and the command agree",
+        )
+
+
+def _check_module(binary: str, argv: list[str], env: dict[str, str], plan_obj: Any) -> None:
+    """For a ``python -m PKG.MOD`` launch, check that interpreter can import PKG before exec (exit 4 if not).
+
+    Without this, a missing engine surfaces as the interpreter's own "No module named ..." after
+    exec, with its exit code 1 (the code reserved for internal errors).
+    """
+    from moe_oracle.plan.model import EngineLaunchError
+
+    if len(argv) < 3 or argv[1] != "-m":
+        return
+    package = argv[2].split(".")[0]
+    probe = f"import importlib.util, sys; sys.exit(0 if importlib.util.find_spec({package!r}) else 3)"
+    try:
+        done = subprocess.run([binary, "-c", probe], env=env, capture_output=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineLaunchError(f"cannot start {plan_obj.engine}: {binary} did not answer: {exc}") from None
+    if done.returncode != 0:
+        raise EngineLaunchError(
+            f"cannot start {plan_obj.engine}: {binary} has no module {package!r} ({' '.join(argv[:3])} would fail)",
+            fix=f"install {plan_obj.engine}=={plan_obj.engine_version} for that interpreter (pip install "
+            f"'moe-oracle[{plan_obj.engine}]'), activate its environment, or run the printed command yourself.",
+        )
 
 
 @click.command("serve", context_settings={"ignore_unknown_options": False})
@@ -62,10 +127,12 @@ def serve(model: str | None, **kw: Any) -> None:
     emit(plan_obj, as_json)
     env = dict(os.environ)
     env.update(cmd.env_dict)
+    _refuse_overrides(list(cmd.argv), extra)
     argv = list(cmd.argv) + extra
     if dry_run:
         words = [f"{k}={v}" for k, v in cmd.env] + argv
-        click.echo(f"dry run: would exec (replica {replica}, node rank {node_rank}): {' '.join(words)}")
+        # with --json, stdout is the plan document alone; the human line goes to stderr
+        click.echo(f"dry run: would exec (replica {replica}, node rank {node_rank}): {' '.join(words)}", err=as_json)
         return
     argv = _fill(argv, env, plan_obj.placeholders)
     binary = shutil.which(argv[0], path=env.get("PATH"))
@@ -75,6 +142,7 @@ def serve(model: str | None, **kw: Any) -> None:
             fix=f"install {plan_obj.engine}=={plan_obj.engine_version} in this environment (pip install "
             f"'moe-oracle[{plan_obj.engine}]'), activate its environment, or run the printed command yourself.",
         )
+    _check_module(binary, argv, env, plan_obj)
     click.echo(f"exec: {' '.join(argv)}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -71,12 +71,14 @@ def run_example(argv: list[str]) -> tuple[int, str]:
     from moe_oracle.cli.app import main
     from moe_oracle.inputs import RELEVANT_ENV
 
-    saved = {k: os.environ.pop(k) for k in RELEVANT_ENV if k in os.environ}  # the shell must not leak in
+    saved = {k: os.environ.pop(k) for k in (*RELEVANT_ENV, "COLUMNS") if k in os.environ}  # no shell leaks in
+    os.environ["COLUMNS"] = "120"  # documented outputs are 120 columns wide, whatever the terminal
     out = io.StringIO()
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
             code = main(argv)
     finally:
+        del os.environ["COLUMNS"]
         os.environ.update(saved)
     return code, out.getvalue()
 
@@ -86,7 +88,7 @@ def render_cli(command: str) -> str:
     lines += [
         "Every block below is the real output of the command above it, run on the bundled presets with",
         "named devices (no GPU, no network). Exit codes: 0 decided, 2 bad input, 3 override refused,",
-        "5 replay differs, 1 internal error.",
+        "4 engine failed to start, 5 replay differs, 6 stale generated files, 130 interrupted, 1 internal error.",
         "",
     ]
     for heading, what, cmdline in EXAMPLES:

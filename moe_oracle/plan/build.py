@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from moe_oracle.errors import BadInputError, OverrideRefusedError
-from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
@@ -319,7 +319,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         user_env=dict(req.env),
     )
     parts: EngineParts = eng.build(ctx)
-    warnings = list(active.warnings)
+    warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
     return LaunchPlan(
         engine=req.engine.value,

@@ -17,6 +17,15 @@ from moe_oracle.spec.device import DeviceSpec
 Count = Annotated[int, Field(gt=0, le=1 << 16)]
 
 
+class LayoutError(ValueError):
+    """A parallel layout that cannot exist, with the flags that fix it (``fix``)."""
+
+    def __init__(self, message: str, *, fix: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.fix = fix
+
+
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -56,9 +65,10 @@ class Parallelism(_Frozen):
     def _ep_fits(self) -> Parallelism:
         group = self.tp * self.dp
         if group % self.ep:
-            raise ValueError(
-                f"ep={self.ep} must divide tp*dp={group}: the expert-parallel group is taken from the "
-                f"tp x dp ranks of one pipeline stage; use --ep {group} (pure EP) or a divisor of it"
+            raise LayoutError(
+                f"--ep {self.ep} must divide tp*dp = {self.tp}*{self.dp} = {group}: the expert-parallel group is "
+                "taken from the tp x dp ranks of one pipeline stage",
+                fix=_ep_fix(self.tp, self.dp, self.ep),
             )
         return self
 
@@ -78,6 +88,16 @@ class Parallelism(_Frozen):
         return self.max_num_batched_tokens
 
 
+def _ep_fix(tp: int, dp: int, ep: int) -> str:
+    """The layout change that makes ``ep`` divide ``tp * dp``, in flags."""
+    group = tp * dp
+    if ep > group and ep % tp == 0:
+        return f"for EP over {ep} ranks use --dp {ep // tp} (tp*dp = {ep}), or --ep {group}"
+    divisors = [str(d) for d in range(1, group + 1) if group % d == 0]
+    shown = ", ".join(divisors[:12]) + (", ..." if len(divisors) > 12 else "")
+    return f"use --ep {group} (pure EP) or another divisor of {group} ({shown})"
+
+
 class Deployment(_Frozen):
     """Everything about the cluster a capability decision depends on."""
 
@@ -91,10 +111,10 @@ class Deployment(_Frozen):
         need = self.parallel.tp * self.parallel.dp * self.parallel.pp
         world = self.topology.world_size
         if need > world:
-            raise ValueError(
+            raise LayoutError(
                 f"tp*dp*pp = {self.parallel.tp}*{self.parallel.dp}*{self.parallel.pp} = {need} ranks "
-                f"exceeds the {world} GPUs of {self.topology.nodes} node(s) x "
-                f"{self.topology.gpus_per_node}; lower the parallel sizes or add --nodes"
+                f"exceeds the {world} GPUs of {self.topology.nodes} node(s) x {self.topology.gpus_per_node}",
+                fix=f"lower the parallel sizes or use --nodes {-(-need // self.topology.gpus_per_node)}",
             )
         return self
 

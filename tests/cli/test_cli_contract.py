@@ -76,7 +76,7 @@ def test_replay_roundtrip(tmp_path):
     "args, fragment",
     [
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "a100"], "--device 'a100' is not a known device"),
-        (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--ep", "3"], "ep=3 must divide tp*dp=1"),
+        (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--ep", "3"], "--ep 3 must divide tp*dp"),
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--dp", "16"], "exceeds the 8 GPUs"),
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--tp", "0"], "--tp"),
         (["select", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--software", "vllm-9"], "software profile"),
