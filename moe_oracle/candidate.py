@@ -23,6 +23,13 @@ class Candidate:
         return self.spec.key + (f"+convert({self.conversion.label})" if self.conversion else "")
 
     @property
+    def accuracy_class(self) -> str:
+        """``standard``, ``a4``, ``lossy`` or ``a4+lossy`` (see :mod:`moe_oracle.accuracy_class`)."""
+        from moe_oracle.accuracy_class import accuracy_class
+
+        return accuracy_class(self.spec, self.conversion)
+
+    @property
     def eligible(self) -> bool:
         return not any(r.status is Status.FAIL for r in self.reasons)
 
@@ -39,6 +46,7 @@ class Candidate:
             "backend": self.spec.backend,
             "variant": self.spec.variant,
             "eligible": self.eligible,
+            "accuracy_class": self.accuracy_class,
             "reasons": [r.to_json() for r in self.reasons],
             "expected_us": None if self.cost is None else round(self.cost.us, 1),
             "cost_basis": None if self.cost is None else self.cost.basis,

@@ -21,10 +21,13 @@ from moe_oracle.spec.deployment import Deployment
 
 @dataclass(frozen=True)
 class ConversionOptions:
-    """``enabled=False`` is ``--no-convert``; ``allow_lossy`` is ``--allow-lossy-conversion``."""
+    """``enabled=False`` is ``--no-convert``; ``allow_lossy`` is ``--allow-lossy-conversion``;
+    ``allow_low_precision_activations`` is ``--allow-low-precision-activations`` (see
+    :mod:`moe_oracle.accuracy_class`)."""
 
     enabled: bool = True
     allow_lossy: bool = False
+    allow_low_precision_activations: bool = False
 
 
 @dataclass(frozen=True)

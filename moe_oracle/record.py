@@ -45,7 +45,14 @@ def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, A
         "allow_fallback": decision.allow_fallback,
         "advisories": [a.model_dump(mode="json") for a in advisories],
         "workload": {"label": decision.workload.label, "points": [list(p) for p in decision.workload.points]},
-        "conversion": {"enabled": decision.conversion.enabled, "allow_lossy": decision.conversion.allow_lossy},
+        "conversion": {
+            "enabled": decision.conversion.enabled,
+            "allow_lossy": decision.conversion.allow_lossy,
+            # recorded only when given, so records written before the flag existed keep their fingerprint
+            **(
+                {"allow_low_precision_activations": True} if decision.conversion.allow_low_precision_activations else {}
+            ),
+        },
     }
 
 
@@ -83,6 +90,7 @@ def decision_to_json(
         "engine": decision.engine.value,
         "override": inputs["override"],
         "chosen": main["chosen"],
+        "accuracy_class": main["accuracy_class"],
         "fallback": main["fallback"],
         "candidates": main["candidates"],
         "layer_groups": [g.to_json() for g in decision.groups],

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from moe_oracle.accuracy_class import accuracy_class, needs_low_precision_opt_in
 from moe_oracle.advisories import Advisory
 from moe_oracle.candidate import Candidate, evaluate_candidate
 from moe_oracle.conversion_candidates import conversion_candidates, expert_bytes_per_rank
@@ -82,6 +83,7 @@ class GroupDecision:
             "layers": list(self.group.layers),
             "weight_format": self.group.weight_format.value,
             "chosen": None if self.chosen is None else _chosen_json(self.chosen),
+            "accuracy_class": None if self.chosen is None else self.chosen.accuracy_class,
             "fallback": self.fallback,
             "nonfused": None if self.nonfused is None else self.nonfused.to_json(),
             "notes": list(self.notes),
@@ -255,10 +257,15 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
     against the best measured non-fused path; the notes say why."""
     ranked = _rank(_judge(question, group, specs))
     converted = _rank(conversion_candidates(question, group, specs))
-    fallback = fallback_path(question.engine, group, question.deployment.device)
+    fallback = fallback_path(question.engine, group, question.deployment.device, question.deployment)
     deployment, engine = question.deployment, question.engine
-    auto = next(iter(_rank([c for c in ranked + converted if c.eligible])), None)
+    eligible = [c for c in ranked + converted if c.eligible]
+    opted_in = question.conversion.allow_low_precision_activations
+    auto = next(iter(_rank([c for c in eligible if opted_in or not needs_low_precision_opt_in(c.spec, group)])), None)
     notes: list[str] = []
+    held = next(iter(_rank(eligible)), None)
+    if held is not None and held is not auto:
+        notes.append(_held_back_note(held, auto, group))
     if auto is not None and auto.conversion is not None:
         stored = next((c for c in ranked if c.eligible), None)
         notes.append(_conversion_note(auto, stored, question.model, deployment))
@@ -278,6 +285,17 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
         )
     return GroupDecision(
         group, tuple(ranked), auto, None if auto else fallback, tuple(notes), nonfused, tuple(converted)
+    )
+
+
+def _held_back_note(held: Candidate, auto: Candidate | None, group: MoELayerGroup) -> str:
+    gain = ""
+    if auto is not None and auto.cost is not None and held.cost is not None and held.cost.us > 0:
+        gain = f" (expected {auto.cost.us / held.cost.us:.2f}x faster than {auto.key})"
+    return (
+        f"{held.key}{gain} is not chosen automatically: accuracy class {accuracy_class(held.spec, held.conversion)} "
+        f"(it quantizes activations to 4 bits; this {group.weight_format.value} checkpoint's are not); "
+        "pass --allow-low-precision-activations to allow it, or --moe-backend to choose it"
     )
 
 

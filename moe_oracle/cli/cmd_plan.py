@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from moe_oracle.cli.options import deployment_options, env_from, flags_from
+from moe_oracle.cli.options import deployment_options, env_from, flags_from, low_precision_option
 from moe_oracle.errors import BadInputError, ExitCode
 
 PLAN_ENGINES = ["vllm", "sglang"]
@@ -37,6 +37,7 @@ def plan_options(f: Any) -> Any:
         "--device local]; all judges kernels alone.",
     )(f)
     f = click.option("--engine", type=click.Choice(PLAN_ENGINES), default=None, help="Engine to launch (required).")(f)
+    f = low_precision_option(f)
     f = deployment_options(f)
     return f
 
@@ -67,6 +68,7 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
         allow_fallback=kw.pop("allow_fallback"),
         env=env,
         advisories=kw.pop("advisories"),
+        allow_low_precision_activations=kw.pop("allow_low_precision_activations"),
     )
 
 

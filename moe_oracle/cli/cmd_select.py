@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from moe_oracle.cli.options import deployment_options, env_from, flags_from
+from moe_oracle.cli.options import deployment_options, env_from, flags_from, low_precision_option
 from moe_oracle.errors import BadInputError, ExitCode
 from moe_oracle.rules import Engine
 
@@ -41,6 +41,7 @@ ENGINES = [e.value for e in Engine]
     is_flag=True,
     help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
 )
+@low_precision_option
 @click.option(
     "--decode-tokens",
     type=click.IntRange(min=1),
@@ -113,7 +114,11 @@ def select(model: str | None, **kw: Any) -> None:
             "--no-convert contradicts --allow-lossy-conversion (no conversion at all vs. lossy ones allowed)",
             fix="keep one of the two flags",
         )
-    conversion = ConversionOptions(enabled=not no_convert, allow_lossy=allow_lossy)
+    conversion = ConversionOptions(
+        enabled=not no_convert,
+        allow_lossy=allow_lossy,
+        allow_low_precision_activations=kw.pop("allow_low_precision_activations"),
+    )
     workload_text = kw.pop("workload")
     max_num_seqs = kw.pop("max_num_seqs")
     decode_tokens = kw.pop("decode_tokens") or max_num_seqs or 32

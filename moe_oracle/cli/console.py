@@ -1,19 +1,80 @@
-"""The rich console every command prints to: as wide as the terminal, no highlighting, no soft wrap."""
+"""The rich console every command prints to: as wide as the terminal, no trailing spaces, no broken words."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 
-def console() -> Any:
-    """A rich console as wide as the terminal (see :func:`output_width`), closing quietly under ``| head``."""
+class _NoTrailingSpaces:
+    """A text stream that drops the spaces rich pads table rows with at the end of each line."""
+
+    _TAIL = re.compile(r"[ ]+((?:\x1b\[[0-9;]*m)*)$")
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self.pending + text).split("\n")
+        self.pending = lines.pop()
+        if lines:
+            self.inner.write("".join(self._TAIL.sub(r"\1", line) + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.inner.write(self._TAIL.sub(r"\1", self.pending))
+            self.pending = ""
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return bool(getattr(self.inner, "isatty", lambda: False)())
+
+    def fileno(self) -> int:
+        return int(self.inner.fileno())
+
+
+def console(file: Any = None) -> Any:
+    """A rich console as wide as the terminal (see :func:`output_width`), without trailing spaces, closing
+    quietly under ``| head``; ``NO_COLOR`` is honoured by rich itself."""
+    import sys
+
     from rich.console import Console
 
     class _Console(Console):
         def on_broken_pipe(self) -> None:  # rich's own handler exits with 1
             raise BrokenPipeError
 
-    return _Console(width=output_width(), highlight=False, soft_wrap=False)
+    stream = _NoTrailingSpaces(file if file is not None else sys.stdout)
+    con = _Console(file=stream, width=output_width(), highlight=False, soft_wrap=False)
+    return con
+
+
+def print_table(con: Any, table: Any) -> None:
+    """Print a rich table without breaking a word: each column is at least as wide as its longest word
+    (identifiers, commands, codes); a table that then cannot fit the terminal is printed at the width it
+    needs (the terminal wraps the long lines) rather than cut or folded mid-word."""
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.text import Text
+
+    for column in table.columns:
+        words = [str(column.header)] + [
+            (cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain) for cell in column.cells
+        ]
+        longest = max((len(word) for text in words for word in text.split()), default=1)
+        column.min_width = max(column.min_width or 0, longest)
+        if column.max_width is not None and column.max_width < longest:
+            column.max_width = longest
+    # rich pads every column by one cell each side, and sums a little above its own Measurement
+    needed = max(Measurement.get(con, con.options.update(max_width=1 << 16), table).minimum, 0)
+    needed = max(needed, sum((c.min_width or 0) + 2 for c in table.columns)) + 2
+    if needed <= con.width:
+        con.print(table)
+        return
+    wide = Console(file=con.file, width=needed, highlight=False, soft_wrap=False, color_system=con.color_system)
+    wide.print(table, crop=False)
 
 
 def output_width(default: int = 120) -> int:

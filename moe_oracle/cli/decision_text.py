@@ -60,7 +60,9 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
         sig = _signature(g)
         if g.chosen is not None:
             cost = f"  ~{g.chosen.cost.us:,.0f} us/call" if g.chosen.cost else ""
-            con.print(f"  [green]chosen[/green]: [bold]{g.chosen.key}[/bold]{cost}")
+            con.print(
+                f"  [green]chosen[/green]: [bold]{g.chosen.key}[/bold]{cost}  accuracy class {g.chosen.accuracy_class}"
+            )
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
         else:
@@ -81,9 +83,14 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             if c in skipped:
                 continue
             if c.eligible:
-                than = "the chosen one" if g.chosen is not None else "the non-fused path (see note)"
-                slower = f"~{c.cost.us:,.0f} us/call, slower than {than}" if c.cost else ""
-                table.add_row(c.spec.key, "[green]eligible[/green]", escape(slower))
+                if any(note.startswith(f"{c.key} ") and "not chosen automatically" in note for note in g.notes):
+                    text = f"accuracy class {c.accuracy_class}: not chosen automatically (see note)"
+                else:
+                    than = "the chosen one" if g.chosen is not None else "the non-fused path (see note)"
+                    text = f"~{c.cost.us:,.0f} us/call, slower than {than}" if c.cost else ""
+                    if c.accuracy_class != "standard":
+                        text += f"; accuracy class {c.accuracy_class}"
+                table.add_row(c.spec.key, "[green]eligible[/green]", escape(text))
                 continue
             for i, r in enumerate(c.failures):
                 table.add_row(

@@ -74,3 +74,13 @@ def env_from(items: tuple[str, ...]) -> dict[str, str]:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--env")
         env[key] = value
     return env
+
+
+def low_precision_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--allow-low-precision-activations``: let automatic selection pick a lower accuracy class."""
+    return click.option(
+        "--allow-low-precision-activations",
+        is_flag=True,
+        help="Let automatic selection choose a variant that quantizes activations to 4 bits (accuracy class a4) "
+        "for a checkpoint whose activations are not 4-bit (e.g. aiter a4w4 for MXFP4 experts).",
+    )(f)

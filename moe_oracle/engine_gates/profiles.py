@@ -5,6 +5,7 @@ from __future__ import annotations
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import Engine
 from moe_oracle.rules.engine import EngineProfile
+from moe_oracle.spec.deployment import Deployment
 from moe_oracle.spec.device import DeviceSpec, Vendor
 
 
@@ -20,8 +21,12 @@ def engine_profile(engine: Engine) -> EngineProfile | None:
     return None
 
 
-def fallback_path(engine: Engine, group: MoELayerGroup, device: DeviceSpec) -> str:
-    """What serves a layer group when no fused mega-MoE backend is chosen."""
+def fallback_path(
+    engine: Engine, group: MoELayerGroup, device: DeviceSpec, deployment: Deployment | None = None
+) -> str:
+    """What serves a layer group when no fused mega-MoE backend is chosen; with ``deployment``, the text
+    describes the layout that really runs (TP-sharded experts with an all-reduce, all-to-all inside one
+    NVLink/XGMI domain, or across nodes over RDMA)."""
     fmt = group.weight_quant.label()
     if engine is Engine.VLLM:
         oracle = {
@@ -42,7 +47,27 @@ def fallback_path(engine: Engine, group: MoELayerGroup, device: DeviceSpec) -> s
             f"{fmt} experts on {device.name}"
         )
     comm = "XGMI" if device.vendor is Vendor.AMD else "NVLink"
+    if deployment is None:
+        return (
+            f"non-fused MoE: all-to-all dispatch over {comm}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+            "(separate launches)"
+        )
+    par, topo = deployment.parallel, deployment.topology
+    shard = f", each expert TP-sharded over {par.moe_tp} ranks with an all-reduce" if par.moe_tp > 1 else ""
+    if par.ep == 1:
+        if par.moe_tp == 1:
+            return f"non-fused MoE on one GPU: grouped GEMMs on {fmt} experts, SwiGLU (separate launches)"
+        return (
+            f"non-fused MoE: experts TP-sharded over {par.moe_tp} ranks, grouped GEMMs on {fmt} experts, SwiGLU, "
+            f"all-reduce of the outputs over {comm} (separate launches)"
+        )
+    if par.ep > topo.effective_domain:
+        return (
+            f"non-fused MoE: all-to-all dispatch over EP{par.ep} across {topo.nodes} nodes (inter-node RDMA between "
+            f"{comm} domains of {topo.effective_domain}){shard}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+            "(separate launches)"
+        )
     return (
-        f"non-fused MoE: all-to-all dispatch over {comm}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+        f"non-fused MoE: all-to-all dispatch over {comm}{shard}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
         "(separate launches)"
     )

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moe_oracle.conversions import ConversionOptions
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
 from moe_oracle.model.types import ModelDescription, layer_span
@@ -39,6 +40,7 @@ class PlanRequest:
     allow_fallback: bool = False
     env: dict[str, str] = field(default_factory=dict)
     advisories: str | None = None
+    allow_low_precision_activations: bool = False
 
 
 @dataclass
@@ -202,6 +204,7 @@ def _groups(decision: Decision) -> list[dict[str, Any]]:
             "role": g.group.role,
             "layers": layer_span(g.group.layers),
             "chosen": None if g.chosen is None else g.chosen.spec.key,
+            "accuracy_class": None if g.chosen is None else g.chosen.accuracy_class,
             "fallback": g.fallback,
         }
         for g in decision.groups
@@ -243,6 +246,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
             override=override,
             allow_fallback=req.allow_fallback,
             advisories=advisories,
+            conversion=ConversionOptions(allow_low_precision_activations=req.allow_low_precision_activations),
         )
 
     crossing = deployment.parallel.ep > deployment.topology.effective_domain

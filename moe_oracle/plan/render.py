@@ -47,6 +47,8 @@ def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list
     out = []
     for g in plan.groups:
         chosen = g["chosen"] or "no fused backend"
+        if g.get("accuracy_class"):
+            chosen += f" (accuracy class {g['accuracy_class']})"
         out.append(f"layer group {g['name']} (layers {g['layers']}): {chosen}")
     arch_only = [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
     shown = [r for r in plan.rejected if r["candidate"] not in arch_only]

@@ -47,16 +47,17 @@ def short_code(code: ReasonCode | str) -> str:
 
 def cell_mark(cell: Cell, *, short: bool = False) -> str:
     """``★`` chosen, ``✓`` supported, ``? CODE`` unverifiable, ``✗ CODE +N`` rejected."""
+    lower = "" if cell.accuracy_class == "standard" else f" {cell.accuracy_class}"
     if cell.verdict is Verdict.SUPPORTED:
         if cell.chosen:
-            return f"{CHOSEN} convert" if cell.conversion else f"{CHOSEN} chosen"
-        return SUPPORTED
+            return (f"{CHOSEN} convert" if cell.conversion else f"{CHOSEN} chosen") + lower
+        return SUPPORTED + lower
     shown = cell.shown
     code = shown[0].code
     text = short_code(code) if short else code.value
     more = f" +{len(shown) - 1}" if len(shown) > 1 else ""
     if cell.verdict is Verdict.UNVERIFIABLE:
-        return f"{CHOSEN if cell.chosen else ''}{UNVERIFIABLE} {text}{more}"
+        return f"{CHOSEN if cell.chosen else ''}{UNVERIFIABLE} {text}{more}{lower}"
     return f"{REJECTED} {text}{more}"
 
 
@@ -91,6 +92,12 @@ LEGEND: tuple[tuple[str, str], ...] = (
     (f"{UNVERIFIABLE} CODE", "unverifiable: eligible except for rules not verifiable from declarations"),
     (f"{CHOSEN}{UNVERIFIABLE} CODE", "unverifiable, yet the oracle's choice (select notes the unverifiable rules)"),
     (f"{REJECTED} CODE +N", "rejected: the first failing rule's reason code, and how many more rules fail"),
+    (
+        f"{SUPPORTED} a4",
+        "accuracy class below standard (a4: activations quantized to 4 bits; lossy: weights converted lossily); "
+        "chosen automatically only when the checkpoint already has that precision (NVFP4), else with "
+        "--allow-low-precision-activations",
+    ),
 )
 
 

@@ -47,6 +47,7 @@ class GroupVerdict:
     reasons: tuple[Reason, ...]
     expected_us: float | None
     conversion: str | None = None  # "mxfp4->fp8_block" when served after a load-time conversion
+    accuracy_class: str = "standard"  # see moe_oracle.accuracy_class
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -57,6 +58,7 @@ class GroupVerdict:
             "verdict": self.verdict.value,
             "chosen": self.chosen,
             "conversion": self.conversion,
+            "accuracy_class": self.accuracy_class,
             "expected_us": self.expected_us,
             "reasons": [r.to_json() for r in self.reasons],
         }
@@ -136,6 +138,10 @@ class Cell:
         return self.main.conversion
 
     @property
+    def accuracy_class(self) -> str:
+        return self.main.accuracy_class
+
+    @property
     def reasons(self) -> tuple[Reason, ...]:
         return self.main.reasons
 
@@ -175,6 +181,7 @@ class Cell:
             "target": self.variant.target,
             "verdict": self.verdict.value,
             "chosen": self.chosen,
+            "accuracy_class": self.accuracy_class,
             "code": None if self.code is None else self.code.value,
             "expected_us": self.main.expected_us,
             "reasons": [r.to_json() for r in self.reasons],
@@ -242,7 +249,7 @@ def _group_verdicts(decision: Decision, spec: VariantSpec) -> tuple[GroupVerdict
         chosen = g.chosen is cand
         us = None if cand.cost is None else round(cand.cost.us, 1)
         conv = cand.conversion.label if cand.conversion else None
-        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us, conv))
+        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us, conv, cand.accuracy_class))
     return tuple(out)
 
 

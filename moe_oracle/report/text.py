@@ -110,6 +110,13 @@ def render_table(matrix: Matrix, con: Any) -> None:
         f"{L.CHOSEN} oracle's choice   {L.SUPPORTED} supported   "
         f"{L.UNVERIFIABLE} CODE unverifiable   {L.REJECTED} CODE +N rejected (first reason's code; N more)"
     )
+    if any(c.accuracy_class != "standard" and c.verdict is not Verdict.REJECTED for c in matrix.all_cells()):
+        con.print(
+            _wrap(
+                "a4: accuracy class below standard (activations quantized to 4 bits), never chosen automatically "
+                "for a checkpoint without 4-bit activations (--allow-low-precision-activations allows it)"
+            )
+        )
     used_topos = list(dict.fromkeys(sc.spec.topology.name for sc in matrix.scenarios))
     for name in used_topos:
         con.print(_wrap(f"{name}: {TOPOLOGIES[name].summary}"))

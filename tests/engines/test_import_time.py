@@ -56,7 +56,7 @@ def test_serve_dry_run_and_sglang_plan_import_no_engine() -> None:
         ("plan", "--examples", "/nonexistent-never-written", "--check"),
     ):
         r = cli(*args, importtime=True)
-        assert r.code in (0, 1), r.err
+        assert r.code in (0, 6), r.err  # 6: --check found stale files
         assert not _heavy(imported_modules(r.err))
 
 
