@@ -72,13 +72,15 @@ def accuracy(
         raise BadInputError(
             "moe-oracle accuracy needs torch", fix="pip install 'moe-oracle[torch]' (the CPU wheel is enough)"
         ) from None
+    from moe_oracle.cli.progress import progress
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.runtime.accuracy import recipe_label, run_accuracy
 
     desc = resolve_model(model)
-    report = run_accuracy(
-        desc, variants=names, tokens=tokens, scale=scale, weights_dir=weights_dir, layer=layer, seed=seed
-    )
+    with progress(f"accuracy of {desc.model}: emulating every variant against the FP32 reference"):
+        report = run_accuracy(
+            desc, variants=names, tokens=tokens, scale=scale, weights_dir=weights_dir, layer=layer, seed=seed
+        )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
         return

@@ -34,7 +34,7 @@ FORMATS = ("table", "markdown", "json", "html")
     help="Environment the engine will see (default: this shell's relevant variables, as for select).",
 )
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
-@click.option("--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE.")
 @click.option(
     "--docs",
     "docs_dir",
@@ -72,7 +72,10 @@ def matrix(**kw: Any) -> None:
         env=env,
         advisories_file=kw["advisories"],
     )
-    result = build_matrix(scenarios, advisories=advisories, command=_command(kw))
+    from moe_oracle.cli.progress import progress
+
+    with progress(f"matrix: deciding {len(scenarios)} scenarios"):
+        result = build_matrix(scenarios, advisories=advisories, command=_command(kw))
     if fmt == "table":
         _emit_table(result, output)
         return

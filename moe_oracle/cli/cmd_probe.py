@@ -11,9 +11,11 @@ import click
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def probe(as_json: bool) -> None:
     """Report what this machine offers the oracle. Never launches a kernel."""
+    from moe_oracle.cli.progress import progress
     from moe_oracle.probe_report import probe_machine
 
-    report = probe_machine()
+    with progress("probing GPUs, kernel libraries and environment"):
+        report = probe_machine()
     if as_json:
         click.echo(json.dumps(report, indent=2))
         return

@@ -75,11 +75,8 @@ def select(model: str | None, **kw: Any) -> None:
         doc = decision_to_json(decision, inputs["advisories"], record.get("software", {}).get("origin", ""))
         _emit(decision, doc, as_json, all_reasons)
         if doc["fingerprint"] != record.get("fingerprint") or _choices(doc) != _choices(record):
-            click.echo(
-                f"replay: decision differs from the record (fingerprint {record.get('fingerprint')} -> "
-                f"{doc['fingerprint']}; chosen {_choices(record)} -> {_choices(doc)})",
-                err=True,
-            )
+            for line in replay_diff(record, doc):
+                click.echo(line, err=True)
             raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
         click.echo(f"replay: identical decision, fingerprint {doc['fingerprint']}", err=True)
         return
@@ -161,7 +158,54 @@ def _replay_alone(model: str | None) -> None:
 
 
 def _choices(doc: dict[str, Any]) -> list[Any]:
-    return [g.get("chosen") for g in doc.get("layer_groups", [])]
+    groups = doc.get("layer_groups")
+    return [g.get("chosen") if isinstance(g, dict) else g for g in groups] if isinstance(groups, list) else []
+
+
+def _label(chosen: Any) -> str:
+    """``backend:variant`` (``+convert(...)``), or ``no fused backend``, for a record's ``chosen`` value."""
+    if not isinstance(chosen, dict):
+        return "no fused backend" if chosen is None else str(chosen)
+    key = f"{chosen.get('backend')}:{chosen.get('variant')}"
+    conv = chosen.get("conversion")
+    if isinstance(conv, dict):
+        key += f"+convert({conv.get('from')}->{conv.get('to')})"
+    return key
+
+
+def replay_diff(record: dict[str, Any], doc: dict[str, Any]) -> list[str]:
+    """The differences between a record and its replay, one readable line per changed item (stderr)."""
+    lines = ["replay: decision differs from the record"]
+    old_fp, new_fp = record.get("fingerprint"), doc.get("fingerprint")
+    if old_fp != new_fp:
+        why = ""
+        if record.get("oracle_version") != doc.get("oracle_version"):
+            why = f" (oracle {record.get('oracle_version')} -> {doc.get('oracle_version')})"
+        lines.append(f"  fingerprint: {old_fp} -> {new_fp}{why}")
+    old = record.get("layer_groups") if isinstance(record.get("layer_groups"), list) else []
+    old_by_name = {g.get("name"): g for g in old if isinstance(g, dict)}
+    for group in doc.get("layer_groups", []):
+        name = group.get("name")
+        before = old_by_name.pop(name, None)
+        now = _label(group.get("chosen"))
+        if before is None:
+            lines.append(f"  layer group {name}: not in the record; now {now}")
+            continue
+        was = _label(before.get("chosen"))
+        if was != now:
+            lines.append(f"  layer group {name} (layers {_span(group)}): {was} -> {now}")
+        else:
+            lines.append(f"  layer group {name}: {now} (unchanged)")
+    for name in old_by_name:
+        lines.append(f"  layer group {name}: in the record only")
+    return lines
+
+
+def _span(group: dict[str, Any]) -> str:
+    from moe_oracle.model.types import layer_span
+
+    layers = group.get("layers")
+    return layer_span(layers) if isinstance(layers, list) and layers else "?"
 
 
 def _emit(decision: Any, doc: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
