@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.errors import BadInputError
 from moe_oracle.inputs import RELEVANT_ENV, DeploymentFlags
 
 _POS = click.IntRange(min=1)
@@ -44,12 +45,96 @@ def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help=f"Environment the engine will see (default: this shell's {', '.join(RELEVANT_ENV[:2])}, ...).",
         ),
     ]
+    opts += ENGINE_SPELLINGS
     for opt in reversed(opts):
         f = opt(f)
     return f
 
 
+#: The engines' own spellings of the layout flags, so a deployment can be pasted from a serve command.
+ENGINE_SPELLINGS = [
+    click.option("--tensor-parallel-size", "-tp", "alias_tp", type=_POS, default=None, help="vLLM's spelling of --tp."),
+    click.option("--data-parallel-size", "-dp", "alias_dp", type=_POS, default=None, help="vLLM's spelling of --dp."),
+    click.option(
+        "--pipeline-parallel-size", "-pp", "alias_pp", type=_POS, default=None, help="vLLM's spelling of --pp."
+    ),
+    click.option(
+        "--enable-expert-parallel",
+        "alias_enable_ep",
+        is_flag=True,
+        default=False,
+        help="vLLM's expert parallelism: EP over all TP x DP ranks (--ep tp*dp).",
+    ),
+    click.option(
+        "--tp-size",
+        "sgl_tp",
+        type=_POS,
+        default=None,
+        help="SGLang's model group size, tp*dp (with --attn-dp-size/--dp-size as the attention DP).",
+    ),
+    click.option(
+        "--attn-dp-size",
+        "--dp-size",
+        "sgl_dp",
+        type=_POS,
+        default=None,
+        help="SGLang's attention data parallelism (--dp-size as with --enable-dp-attention): --dp.",
+    ),
+    click.option("--ep-size", "sgl_ep", type=_POS, default=None, help="SGLang's spelling of --ep."),
+]
+
+
+def _given(name: str) -> bool:
+    """True when the option ``name`` was typed on the command line (not its default)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return False
+    return ctx.get_parameter_source(name) is click.core.ParameterSource.COMMANDLINE
+
+
+def _alias(kw: dict[str, Any], native: str, value: int | None, spelled: str, set_by: dict[str, str]) -> None:
+    """Apply an engine spelling to the native option ``native``; a different value given both ways is exit 2."""
+    if value is None:
+        return
+    previous = set_by.get(native) or (f"--{native}" if _given(native) else None)
+    if previous is not None and kw[native] != value:
+        raise BadInputError(
+            f"{spelled} {value} contradicts {previous} {kw[native]} (both set the {native.upper()} size)",
+            fix="give the size once, with either spelling",
+        )
+    kw[native] = value
+    set_by.setdefault(native, spelled)
+
+
+def resolve_engine_spellings(kw: dict[str, Any]) -> None:
+    """Fold vLLM's spellings (``-tp``, ``--data-parallel-size``, ``--enable-expert-parallel``, ...) and
+    SGLang's (``--tp-size``, ``--attn-dp-size``, ``--ep-size``) into ``tp``/``dp``/``pp``/``ep`` (pops them).
+
+    vLLM: EP with ``--enable-expert-parallel`` spans all ``tp x dp`` ranks. SGLang: ``--tp-size`` is the
+    whole model group (``tp * dp``) and ``--attn-dp-size`` its attention DP, so ``tp = tp_size / attn_dp``.
+    """
+    set_by: dict[str, str] = {}
+    _alias(kw, "tp", kw.pop("alias_tp", None), "--tensor-parallel-size", set_by)
+    _alias(kw, "dp", kw.pop("alias_dp", None), "--data-parallel-size", set_by)
+    _alias(kw, "pp", kw.pop("alias_pp", None), "--pipeline-parallel-size", set_by)
+    sgl_tp, sgl_dp, sgl_ep = kw.pop("sgl_tp", None), kw.pop("sgl_dp", None), kw.pop("sgl_ep", None)
+    _alias(kw, "dp", sgl_dp, "--attn-dp-size", set_by)
+    if sgl_tp is not None:
+        attn_dp = kw["dp"]
+        if sgl_tp % attn_dp:
+            raise BadInputError(
+                f"--tp-size {sgl_tp} is not a multiple of the attention DP size {attn_dp} (SGLang's --tp-size is "
+                "the whole model group, tp*dp)",
+                fix=f"use --tp-size {attn_dp * max(1, sgl_tp // attn_dp)} or another multiple of {attn_dp}",
+            )
+        _alias(kw, "tp", sgl_tp // attn_dp, "--tp-size", set_by)
+    _alias(kw, "ep", sgl_ep, "--ep-size", set_by)
+    if kw.pop("alias_enable_ep", False):
+        _alias(kw, "ep", kw["tp"] * kw["dp"], "--enable-expert-parallel (tp*dp)", set_by)
+
+
 def flags_from(kw: dict[str, Any]) -> DeploymentFlags:
+    resolve_engine_spellings(kw)
     return DeploymentFlags(
         device=kw.pop("device"),
         gpus_per_node=kw.pop("gpus_per_node"),
