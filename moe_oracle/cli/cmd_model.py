@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
+from moe_oracle.cli.options import description_from, manual_options
+
 
 @click.command("model")
-@click.argument("model")
+@click.argument("model", required=False)
+@manual_options
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (see docs/cli.md).")
-def model(model: str, as_json: bool) -> None:
-    """Describe MODEL's MoE layer groups (preset id, Hub id in the local cache, directory, config.json, manual JSON)."""
+def model(model: str | None, as_json: bool, **kw: Any) -> None:
+    """Describe MODEL's MoE layer groups (preset id, Hub id in the local cache, directory, config.json, manual JSON),
+    or a model given by the manual flags (--hidden-size, --moe-intermediate-size, --num-experts, --top-k,
+    --weight-format)."""
     from moe_oracle.model.description_json import description_to_json
-    from moe_oracle.model.resolve import resolve_model
 
-    desc = resolve_model(model)
+    desc = description_from(model, kw, "model")
     doc = description_to_json(desc)
     if as_json:
         click.echo(json.dumps(doc, indent=2))

@@ -7,7 +7,15 @@ from typing import Any
 
 import click
 
-from moe_oracle.cli.options import deployment_options, env_from, flags_from, low_precision_option
+from moe_oracle.cli.options import (
+    MANUAL_FLAGS,
+    deployment_options,
+    description_from,
+    env_from,
+    flags_from,
+    low_precision_option,
+    manual_options,
+)
 from moe_oracle.errors import BadInputError, ExitCode
 from moe_oracle.rules import Engine
 
@@ -16,6 +24,7 @@ ENGINES = [e.value for e in Engine]
 
 @click.command("select")
 @click.argument("model", required=False)
+@manual_options
 @deployment_options
 @click.option(
     "--engine", type=click.Choice(ENGINES), default="none", show_default=True, help="Engine whose gates apply."
@@ -80,9 +89,10 @@ def select(model: str | None, **kw: Any) -> None:
             raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
         click.echo(f"replay: identical decision, fingerprint {doc['fingerprint']}", err=True)
         return
-    if model is None:
+    manual_given = any(kw.get("manual_" + key) is not None for key in MANUAL_FLAGS.values())
+    if model is None and not manual_given:
         raise BadInputError(
-            "select needs MODEL (or --replay FILE)",
+            "select needs MODEL (or --replay FILE, or the manual flags --hidden-size ... --weight-format)",
             fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
         )
 
@@ -95,7 +105,6 @@ def select(model: str | None, **kw: Any) -> None:
         parse_workload,
         resolve_software,
     )
-    from moe_oracle.model.resolve import resolve_model
 
     engine = Engine(kw.pop("engine"))
     backend_text = kw.pop("moe_backend")
@@ -120,7 +129,7 @@ def select(model: str | None, **kw: Any) -> None:
     max_num_seqs = kw.pop("max_num_seqs")
     decode_tokens = kw.pop("decode_tokens") or max_num_seqs or 32
     flags = flags_from(kw)
-    description = resolve_model(model)
+    description = description_from(model, kw, "select")
     deployment, _ = build_deployment(flags, env)
     for line in deployment_warnings(deployment):
         click.echo(f"warning: {line}", err=True)

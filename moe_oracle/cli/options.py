@@ -169,3 +169,65 @@ def low_precision_option(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Let automatic selection choose a variant that quantizes activations to 4 bits (accuracy class a4) "
         "for a checkpoint whose activations are not 4-bit (e.g. aiter a4w4 for MXFP4 experts).",
     )(f)
+
+
+#: ``--flag`` -> ``manual_from_flags`` keyword: describe one MoE layer group without a config.
+MANUAL_FLAGS = {
+    "--hidden-size": "hidden_size",
+    "--moe-intermediate-size": "moe_intermediate_size",
+    "--num-experts": "num_experts",
+    "--top-k": "top_k",
+    "--weight-format": "weight_format",
+    "--num-shared-experts": "num_shared_experts",
+    "--weight-block": "weight_block",
+    "--num-layers": "num_layers",
+}
+_MANUAL_REQUIRED = ("--hidden-size", "--moe-intermediate-size", "--num-experts", "--top-k", "--weight-format")
+
+
+def manual_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The manual description flags (instead of MODEL), for architectures no adapter reads."""
+    helps = {
+        "--hidden-size": "Manual model: hidden size H (instead of MODEL).",
+        "--moe-intermediate-size": "Manual model: expert width I.",
+        "--num-experts": "Manual model: routed experts.",
+        "--top-k": "Manual model: experts per token.",
+        "--weight-format": "Manual model: routed-expert weights (bf16, fp8_block, fp8_channel, mxfp4, mxfp8, nvfp4).",
+        "--num-shared-experts": "Manual model: shared experts [0].",
+        "--weight-block": "Manual model: scale block ROWSxCOLS [the format's default].",
+        "--num-layers": "Manual model: MoE layers [1].",
+    }
+    for flag in reversed(MANUAL_FLAGS):
+        f = click.option(flag, "manual_" + MANUAL_FLAGS[flag], default=None, metavar="V", help=helps[flag])(f)
+    return f
+
+
+def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any:
+    """The model description: MODEL, or the manual flags (pops them); both or neither is exit 2."""
+    values = {flag: kw.pop("manual_" + key) for flag, key in MANUAL_FLAGS.items()}
+    given = {flag: v for flag, v in values.items() if v is not None}
+    if not given:
+        if model is None:
+            raise BadInputError(
+                f"{command} needs MODEL (or the manual flags {' '.join(_MANUAL_REQUIRED)})",
+                fix=f"e.g. moe-oracle {command} deepseek-ai/DeepSeek-V4-Flash ...",
+            )
+        from moe_oracle.model.resolve import resolve_model
+
+        return resolve_model(model)
+    if model is not None:
+        raise BadInputError(
+            f"MODEL {model!r} and the manual flags ({', '.join(given)}) both describe the model",
+            fix="give MODEL or the manual flags, not both",
+        )
+    missing = [flag for flag in _MANUAL_REQUIRED if flag not in given]
+    if missing:
+        raise BadInputError(
+            f"a manual model needs {', '.join(missing)} too (given: {', '.join(given)})",
+            fix="e.g. --hidden-size 4096 --moe-intermediate-size 2048 --num-experts 256 --top-k 8 "
+            "--weight-format mxfp4",
+        )
+    from moe_oracle.model.manual import manual_from_flags
+
+    extra = {MANUAL_FLAGS[flag]: v for flag, v in given.items() if flag not in _MANUAL_REQUIRED}
+    return manual_from_flags(*(given[flag] for flag in _MANUAL_REQUIRED), **extra)

@@ -36,7 +36,8 @@ __all__ = [
 
 _MANUAL_FIX = (
     "describe the model manually: a JSON file shaped like `moe-oracle model --json` output, or the "
-    "manual flags (hidden size, expert width, experts, top-k, weight format)"
+    "manual flags of moe-oracle model/select (--hidden-size, --moe-intermediate-size, --num-experts, --top-k, "
+    "--weight-format)"
 )
 
 

@@ -37,7 +37,10 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat
 
 __all__ = ["QuantResolver", "Site", "deepseek_v4_site", "hf_site"]
 
-_FIX_MANUAL = "describe the model manually (a manual description JSON or the weight-format flag)"
+_FIX_MANUAL = (
+    "describe the model manually (a manual description JSON, or the manual flags of moe-oracle model/select: "
+    "--hidden-size ... --weight-format)"
+)
 
 
 # ---------------------------------------------------------------------------------------------
