@@ -1,0 +1,210 @@
+"""Fuzzing the other readers: decision records (select --replay), advisory files (--advisories), workloads.
+
+Like tests/model/test_fuzz.py: deterministic (``derandomize=True``), and every example must end in a
+documented exit code other than 1 (internal error), in well under a second of decision time. The
+records are real ``select --json`` documents, mutated at random paths; the files go through the real
+CLI entry point (``main``) in this process, so a traceback anywhere is an exit 1 and fails the test.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import io
+import json
+import os
+import tempfile
+import time
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from moe_oracle.cli.app import main
+from moe_oracle.errors import BadInputError
+from moe_oracle.inputs import check_workload_points, parse_workload
+
+FUZZ = settings(
+    max_examples=120,
+    derandomize=True,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+DOCUMENTED = {0, 2, 3, 5}
+
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(max_size=12)
+    | st.sampled_from(["vllm", "sglang", "none", "deep_gemm_mega_moe", "mxfp4", "b200", "sm100", "1:inf"])
+)
+json_values = st.recursive(
+    scalars,
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=16,
+)
+
+
+def _run(args: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(args)
+    return code, out.getvalue(), err.getvalue()
+
+
+def _run_file(text: str, args_for) -> tuple[int, str, str]:
+    fd, path = tempfile.mkstemp(suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        start = time.perf_counter()
+        result = _run(args_for(path))
+        assert time.perf_counter() - start < 20, "too slow: a hang in the making"
+        return result
+    finally:
+        os.unlink(path)
+
+
+def _check(result: tuple[int, str, str]) -> None:
+    code, _out, err = result
+    assert code in DOCUMENTED, (code, err[-1500:])
+    if code == 2:
+        assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+def _record() -> dict:
+    code, out, err = _run(["select", "zai-org/GLM-5-FP8", "--device", "h200", "--dp", "8", "--ep", "8", "--json"])
+    assert code == 0, err
+    return json.loads(out)
+
+
+RECORD = _record()
+
+
+def _paths(value, prefix=()):
+    if isinstance(value, dict):
+        for key, child in value.items():
+            yield (*prefix, key)
+            yield from _paths(child, (*prefix, key))
+    elif isinstance(value, list):
+        for index, child in enumerate(value[:3]):
+            yield (*prefix, index)
+            yield from _paths(child, (*prefix, index))
+
+
+INPUT_PATHS = [p for p in _paths(RECORD["inputs"], ("inputs",)) if len(p) <= 6]
+
+
+@st.composite
+def mutated_record(draw):
+    doc = copy.deepcopy(RECORD)
+    for _ in range(draw(st.integers(1, 3))):
+        path = draw(st.sampled_from(INPUT_PATHS))
+        parent = doc
+        try:
+            for key in path[:-1]:
+                parent = parent[key]
+            current = parent[path[-1]]
+        except (KeyError, IndexError, TypeError):
+            continue
+        op = draw(st.sampled_from(["delete", "replace", "scale", "null"]))
+        if op == "delete":
+            del parent[path[-1]]
+        elif op == "null":
+            parent[path[-1]] = None
+        elif op == "scale" and isinstance(current, (int, float)) and not isinstance(current, bool):
+            parent[path[-1]] = current * draw(st.sampled_from([0, -1, 10**9, 1e300, -0.5]))
+        else:
+            parent[path[-1]] = draw(json_values)
+    return doc
+
+
+@FUZZ
+@given(mutated_record())
+def test_mutated_records_replay_or_exit_documented(doc):
+    _check(_run_file(json.dumps(doc), lambda p: ["select", "--replay", p, "--json"]))
+
+
+workload_points = st.lists(st.tuples(scalars, scalars), max_size=4) | json_values
+
+
+@FUZZ
+@given(workload_points, st.one_of(st.none(), st.text(max_size=10), json_values))
+def test_record_workloads(points, label):
+    doc = copy.deepcopy(RECORD)
+    if isinstance(points, list):
+        points = [list(p) if isinstance(p, tuple) else p for p in points]
+    doc["inputs"]["workload"] = {"points": points, "label": label}
+    _check(_run_file(json.dumps(doc), lambda p: ["select", "--replay", p]))
+
+
+ADVISORY = {
+    "id": "SITE-1",
+    "title": "site advisory",
+    "link": "https://example.invalid/site-1",
+    "backend": "deep_gemm_mega_moe",
+}
+advisory_fields = st.fixed_dictionaries(
+    {},
+    optional={
+        "variant": scalars,
+        "engine": scalars,
+        "engine_versions": scalars | st.sampled_from([">=0.33", "<1", "==bad", "~=0.5.2"]),
+        "library": scalars | st.sampled_from(["deep_gemm", "aiter"]),
+        "library_versions": scalars,
+        "library_symbols": json_values,
+        "models": json_values | st.lists(st.sampled_from(["glm*", "*", "[", "deepseek_v4"]), max_size=3),
+        "archs": json_values,
+        "min_ep": scalars,
+        "max_ep": scalars,
+        "evidence": scalars,
+        "id": scalars,
+    },
+)
+
+
+@FUZZ
+@given(advisory_fields, st.sampled_from([1, 2, "1", None]), st.booleans())
+def test_random_advisory_files(fields, schema, wrap):
+    entry = {**ADVISORY, **fields}
+    body = {"schema": schema, "advisories": [entry]} if wrap else entry
+    text = json.dumps(body)
+    _check(
+        _run_file(
+            text,
+            lambda p: ["select", "zai-org/GLM-5-FP8", "--device", "b200", "--dp", "8", "--ep", "8", "--advisories", p],
+        )
+    )
+
+
+@FUZZ
+@given(json_values)
+def test_any_json_as_an_advisory_file_or_record(value):
+    text = json.dumps(value)
+    _check(_run_file(text, lambda p: ["select", "zai-org/GLM-5", "--device", "h200", "--advisories", p]))
+    _check(_run_file(text, lambda p: ["select", "--replay", p]))
+
+
+@FUZZ
+@given(st.text(max_size=30) | st.lists(st.tuples(st.integers(-5, 10**7), st.floats()), max_size=3).map(
+    lambda pts: ",".join(f"{t}:{w}" for t, w in pts)))  # fmt: skip
+def test_random_workload_flags(text):
+    try:
+        workload = parse_workload(text, 8192, 32)
+    except BadInputError as exc:
+        assert "\n" not in str(exc) and "--workload" in str(exc)
+        return
+    json.dumps([list(p) for p in workload.points], allow_nan=False)
+    assert all(1 <= t <= 8192 and w > 0 for t, w in workload.points)
+
+
+@FUZZ
+@given(st.lists(st.tuples(scalars, scalars), max_size=5))
+def test_random_workload_points(points):
+    try:
+        checked = check_workload_points(points, 8192)
+    except ValueError as exc:
+        assert str(exc)
+        return
+    json.dumps(checked, allow_nan=False)
