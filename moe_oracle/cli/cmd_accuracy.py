@@ -87,7 +87,7 @@ def accuracy(
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.console import console
+    from moe_oracle.cli.console import console, print_table
 
     con = console()
     con.print(
@@ -110,7 +110,7 @@ def accuracy(
             f"{row.rel_l2_vs_master:.2e}",
             f"{row.seconds:.1f}",
         )
-    con.print(table)
+    print_table(con, table)
     notes = sorted({r.weights_note for r in report.rows if "checkpoint is" in r.weights_note})
     for note in notes:
         con.print(f"note: {escape(note)}")

@@ -67,11 +67,11 @@ def list_(what: str, as_json: bool) -> None:
         return
     from rich.table import Table
 
-    from moe_oracle.cli.console import console
+    from moe_oracle.cli.console import console, print_table
 
     table = Table(header_style="bold", box=None, pad_edge=False)
     for key in rows[0]:
         table.add_column(key, overflow="fold")
     for row in rows:
         table.add_row(*(str(v) for v in row.values()))
-    console().print(table)
+    print_table(console(), table)

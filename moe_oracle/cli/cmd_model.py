@@ -28,7 +28,7 @@ def model(model: str | None, as_json: bool, **kw: Any) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.console import console
+    from moe_oracle.cli.console import console, print_table
     from moe_oracle.model.types import layer_span
 
     con = console()
@@ -62,4 +62,4 @@ def model(model: str | None, as_json: bool, **kw: Any) -> None:
             act,
             routing,
         )
-    con.print(table)
+    print_table(con, table)

@@ -22,7 +22,7 @@ def probe(as_json: bool) -> None:
     from rich.markup import escape
     from rich.table import Table
 
-    from moe_oracle.cli.console import console
+    from moe_oracle.cli.console import console, print_table
 
     con = console()
     gpus = report["gpus"]
@@ -49,7 +49,7 @@ def probe(as_json: bool) -> None:
                 str(g["memory_gib"]),
                 str(g["sm_count"] or "?"),
             )
-        con.print(t)
+        print_table(con, t)
     else:
         con.print("[bold]GPUs[/bold]: none found on this machine")
     for note in report["gpu_notes"]:
@@ -65,7 +65,7 @@ def probe(as_json: bool) -> None:
         dist = " ".join(x for x in (lib["dist"], lib["version"]) if x) or "-"
         detail = ", ".join(lib["entry_points"]) if lib["present"] else (lib["error"] or "")
         t.add_row(name, found, escape(dist), escape(detail or "-"))
-    con.print(t)
+    print_table(con, t)
     con.print()
     con.print("[bold]Environment[/bold] (unset variables omitted)")
     shown = False

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moe_oracle.cli.console import console
+from moe_oracle.cli.console import console, print_table
 from moe_oracle.model.types import layer_span
 from moe_oracle.rules import ReasonCode
 from moe_oracle.selection import Candidate, Decision, GroupDecision
@@ -99,7 +99,7 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
                     escape(f"{r.message}. Fix: {r.remediation}"),
                 )
         if table.row_count:
-            con.print(table)
+            print_table(con, table)
         if skipped:
             names = ", ".join(c.spec.key for c in skipped)
             con.print(
