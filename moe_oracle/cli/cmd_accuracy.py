@@ -81,8 +81,12 @@ def accuracy(
         report = run_accuracy(
             desc, variants=names, tokens=tokens, scale=scale, weights_dir=weights_dir, layer=layer, seed=seed
         )
+    classes = _accuracy_classes()
     if as_json:
-        click.echo(json.dumps(report.to_json(), indent=2))
+        doc = report.to_json()
+        for row in doc["variants"]:
+            row["accuracy_class"] = classes.get(row["key"])
+        click.echo(json.dumps(doc, indent=2))
         return
     from rich.markup import escape
     from rich.table import Table
@@ -97,11 +101,13 @@ def accuracy(
     )
     con.print(f"routing: {escape(report.routing)}; weights: {escape(report.weights_source)}")
     table = Table(header_style="bold", box=None, pad_edge=False)
-    for col in ("variant", "weights", "recipe", "calc_diff", "rel_l2", "calc_diff (master)", "rel_l2 (master)", "s"):
+    columns = ("variant", "class", "weights", "recipe", "calc_diff", "rel_l2", "calc_diff (master)", "rel_l2 (master)")
+    for col in (*columns, "s"):
         table.add_column(col, overflow="fold")
     for row in report.rows:
         table.add_row(
             row.variant,
+            classes.get(row.key, "?"),
             row.weights,
             recipe_label(row.recipe),
             f"{row.calc_diff:.2e}",
@@ -114,3 +120,11 @@ def accuracy(
     notes = sorted({r.weights_note for r in report.rows if "checkpoint is" in r.weights_note})
     for note in notes:
         con.print(f"note: {escape(note)}")
+
+
+def _accuracy_classes() -> dict[str, str]:
+    """``backend:variant`` -> accuracy class, from the declarations (see :mod:`moe_oracle.accuracy_class`)."""
+    from moe_oracle.accuracy_class import accuracy_class
+    from moe_oracle.registry import load_registry
+
+    return {spec.key: accuracy_class(spec) for spec in load_registry().variants}

@@ -7,6 +7,8 @@ import json
 import time
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters import describe_config
@@ -122,3 +124,14 @@ def test_refused_scheme_shows_every_field():
         describe_config(config, model_id="kimi-int4")
     text = assert_one_line(info.value, '"group_size": 32', '"observer": "minmax"', "not representable")
     assert "..." not in text.split(" is invalid")[0]
+
+
+@settings(max_examples=200, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.text(alphabet="()[]{}*+?|\\.^$:=!<>,wdsDWS0123456789ab-_", max_size=40), min_size=1, max_size=4))
+def test_random_regex_patterns_parse_or_refuse_fast(bodies):
+    start = time.perf_counter()
+    try:
+        describe_config(_with_not_convert(["re:" + b for b in bodies]), model_id="fuzz")
+    except ModelConfigError as exc:
+        assert "\n" not in str(exc)
+    assert time.perf_counter() - start < 2.0

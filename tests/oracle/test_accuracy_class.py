@@ -97,3 +97,10 @@ def test_cli_select_plan_and_matrix_show_the_class():
     a4 = [c for c in cells if c["key"] == "aiter_mega_moe:gfx950_a4w4"]
     assert a4 and all(c["accuracy_class"] == "a4" for c in a4)
     assert not any(c["chosen"] for c in a4 if c["weight_format"] == "mxfp4")
+
+
+def test_accuracy_command_shows_the_class():
+    r = cli("accuracy", "zai-org/GLM-5-FP8", "--variants", "gfx950_a8w4,gfx950_a4w4", "--tokens", "16", "--json")
+    assert r.code == 0, r.err
+    classes = {row["variant"]: row["accuracy_class"] for row in json.loads(r.out)["variants"]}
+    assert classes == {"gfx950_a8w4": "standard", "gfx950_a4w4": "a4"}
