@@ -179,7 +179,7 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
     raw = record["inputs"]
     deployment = _validated("deployment", Deployment, raw.get("deployment"))
     engine = raw.get("engine", Engine.NONE.value)
-    if engine not in {e.value for e in Engine}:
+    if not isinstance(engine, str) or engine not in {e.value for e in Engine}:
         raise _invalid("engine", engine, "expected one of " + ", ".join(e.value for e in Engine) + " (like --engine)")
     override = raw.get("override")
     if override is not None and (not isinstance(override, str) or not override.strip()):

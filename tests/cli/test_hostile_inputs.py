@@ -38,6 +38,7 @@ def _one_line_exit_2(r, *needles):
         (("software",), "x", ["inputs.software", "expected an object"]),
         (("model", "layer_groups"), 1.5, ["inputs.model is invalid", "layer_groups"]),
         (("engine",), "trtllm", ["inputs.engine", "--engine"]),
+        (("engine",), [], ["inputs.engine = []", "--engine"]),  # found by the fuzz: once an internal error
         (("allow_fallback",), "yes", ["inputs.allow_fallback", "true or false"]),
         (("workload", "points"), [[-5, 1.0]], ["tokens -5", "1 <= T <= 8192"]),
         (("workload", "points"), [[32, 0]], ["weight 0", "finite weight"]),
