@@ -1,6 +1,6 @@
 """Accuracy class of a candidate: how far its numerics may move from the checkpoint's, read off its recipe.
 
-The class comes from declarations alone (the variant's :class:`~moe_oracle.runtime.recipe.Recipe` and
+The class comes from declarations alone (the variant's :class:`~moe_oracle.rules.recipe.Recipe` and
 the candidate's load-time conversion), never from a measurement:
 
 - ``standard``: activations quantized to 8 bits or more, weights served as stored or converted
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from moe_oracle.model.types import MoELayerGroup, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
-from moe_oracle.runtime.recipe import ActQuant
+from moe_oracle.rules.recipe import ActQuant
 
 STANDARD = "standard"
 A4 = "a4"

@@ -18,8 +18,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "moe_oracle"
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset(members.split(" ")))
     for name, members in (
-        ("vocabulary", " data errors hardware model numerics presets rules software spec validation"),
-        ("declarations and inputs", "advisories cost engine_gates inputs registry"),
+        ("vocabulary", " data errors hardware jsonfile model numerics presets rules software spec validation"),
+        ("declarations and inputs", "accuracy_class advisories cost engine_gates inputs registry"),
         ("decision", "candidate conversion_candidates question record selection"),
         ("uses of the decision", "engines kernels plan probe_report report runtime"),
         ("command line", "__main__ cli"),

@@ -14,12 +14,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from moe_oracle.conversions import ConversionOptions
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
+from moe_oracle.question import ConversionOptions
 from moe_oracle.rules import Engine, ReasonCode
 from moe_oracle.selection import Decision, Override, decide
 from moe_oracle.software.types import SoftwareProfile

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from moe_oracle.accuracy_class import accuracy_class
-from moe_oracle.conversions import ConversionOptions
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.question import ConversionOptions
 from moe_oracle.record import decision_to_json, replay_inputs
 from moe_oracle.registry import load_registry
 from moe_oracle.selection import Override, decide
