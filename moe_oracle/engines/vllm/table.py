@@ -29,9 +29,9 @@ def decision_table(decision: Any, headline: str, routes: list[Any] | None = None
         if g.chosen is None or (route is not None and route.route is None):
             chosen = "vLLM's own MoE (--moe-backend auto path, non-fused)"
         elif route is None:
-            chosen = g.chosen.key
+            chosen = f"{g.chosen.key} (accuracy class {g.chosen.accuracy_class})"
         else:
-            chosen = _RUNS[route.route].format(key=g.chosen.key)
+            chosen = _RUNS[route.route].format(key=g.chosen.key) + f" (accuracy class {g.chosen.accuracy_class})"
         lines.append(
             f"  layer group {grp.name} (layers {layer_span(grp.layers)}, {grp.weight_quant.label()}, "
             f"E{grp.num_experts} top{grp.top_k}): {chosen}"
