@@ -104,7 +104,7 @@ def baseline_fn(g, local, cpu: bool, max_rows: int):
     from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
     from moe_oracle.runtime import LayerConfig
-    from moe_oracle.runtime.convert import mxfp4_to_fp8_block
+    from moe_oracle.runtime.format_conversion import mxfp4_to_fp8_block
 
     if local.quant.format.value == "mxfp4":
         local, report = mxfp4_to_fp8_block(local)

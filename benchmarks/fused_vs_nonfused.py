@@ -5,7 +5,7 @@ One run, every path through moe-oracle's interface, all computing the same model
 - the MXFP4 experts of a layer (random masters, full expert shape) are the checkpoint;
 - the oracle decides for the deployment given by ``--deployment`` (default 8 x H200, DP8/EP8, the
   ``installed`` software profile) and its load-time conversion (MXFP4 -> FP8 block-128) is run end
-  to end through :class:`~moe_oracle.runtime.converting.ConvertingLayer`: every block checked, the
+  to end through :class:`~moe_oracle.runtime.converting_layer.ConvertingLayer`: every block checked, the
   report, the load time and the expert memory before/after are printed;
 - paths: fused ``sm90_fp8xfp4`` on the stored MXFP4 experts; fused ``sm90_fp8xfp8`` on the converted
   experts; the non-fused FP8 graph (``backends/cuda_sm90/nonfused``, DeepGEMM grouped GEMMs) in the
@@ -43,7 +43,7 @@ from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
-from moe_oracle.runtime.converting import ConvertingLayer
+from moe_oracle.runtime.converting_layer import ConvertingLayer
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.selection import decide
 

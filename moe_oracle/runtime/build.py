@@ -229,7 +229,7 @@ def build_layer_for_choice(
             f"{spec.key} declares no load-time conversion from {convert_from.value}",
             fix="serve the checkpoint's format with a variant that consumes it.",
         )
-    from moe_oracle.runtime.converting import ConvertingLayer
+    from moe_oracle.runtime.converting_layer import ConvertingLayer
 
     converted = config.group.model_copy(update={"weight_quant": conv.target})
     inner = build_layer(spec, replace(config, group=converted), emulate=emulate or emulated)

@@ -77,7 +77,9 @@ def test_auto_on_b200_sets_deep_gemm_mega_moe() -> None:
     assert out.mutations() == {"kernel_config.moe_backend": "deep_gemm_mega_moe"}
     assert out.table[0].startswith("moe-oracle: DeepseekV4ForCausalLM --moe-backend auto -> deep_gemm_mega_moe")
     groups = [line for line in out.table if line.startswith("  layer group")]
-    assert len(groups) == 3 and all(line.endswith("deep_gemm_mega_moe:sm100_fp8xfp4 (accuracy class standard)") for line in groups)
+    assert len(groups) == 3 and all(
+        line.endswith("deep_gemm_mega_moe:sm100_fp8xfp4 (accuracy class standard)") for line in groups
+    )
     rejected = [line for line in out.table if line.startswith("    ") and "[" in line]
     assert len(rejected) == 7  # one line per rejected candidate (identical for every group: listed once)
     assert any("set kernel_config.moe_backend = deep_gemm_mega_moe" in line for line in out.table)

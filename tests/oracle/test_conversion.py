@@ -120,7 +120,7 @@ def test_the_chosen_conversion_runs_through_the_interface():
     from moe_oracle.runtime import calc_diff, reference_moe, route
     from moe_oracle.runtime.accuracy import random_masters, scaled_group
     from moe_oracle.runtime.build import build_layer_for_decision
-    from moe_oracle.runtime.converting import ConvertingLayer
+    from moe_oracle.runtime.converting_layer import ConvertingLayer
     from moe_oracle.runtime.quantize import MXFP4, quantize_experts
 
     model = resolve_model(V4_FLASH)

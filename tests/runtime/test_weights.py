@@ -11,7 +11,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from moe_oracle.registry import load_registry
 from moe_oracle.runtime.accuracy import variant_weight_quant
-from moe_oracle.runtime.convert import mxfp4_to_fp8_block
+from moe_oracle.runtime.format_conversion import mxfp4_to_fp8_block
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
     deinterleave_gate_up,

@@ -38,7 +38,7 @@ CONVERSIONS = (
         target=_FP8_POW2,
         lossless=True,
         condition="every 128x128 block's MXFP4 group exponents span <= 14 (checked per block at load)",
-        runtime="moe_oracle.runtime.convert:mxfp4_to_fp8_block",
+        runtime="moe_oracle.runtime.format_conversion:mxfp4_to_fp8_block",
         sources=("issue: load-time format conversion", "h200.md §4 (FP8 1.1-1.3x faster than FP8xMXFP4)"),
     ),
     Conversion(
@@ -46,7 +46,7 @@ CONVERSIONS = (
         target=QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32", source="load-time conversion"),
         lossless=False,
         condition="BF16 -> FP8 E4M3 quantization (per 128x128 block, amax/448 scales)",
-        runtime="moe_oracle.runtime.convert:bf16_to_fp8_block",
+        runtime="moe_oracle.runtime.format_conversion:bf16_to_fp8_block",
         sources=("issue: load-time format conversion",),
     ),
 )

@@ -74,7 +74,8 @@ class GroupedGemmMoE(MegaMoELayer):
         if q.format is not WeightFormat.FP8_BLOCK or q.block != (128, 128):
             raise LayerInputError(
                 f"{self.key}: routed experts are {q.label()}; this path runs FP8 block-128 experts",
-                fix="convert the experts to FP8 block-128 at load (moe_oracle.runtime.convert), or use a fused backend",
+                fix="convert the experts to FP8 block-128 at load (moe_oracle.runtime.format_conversion), or use a "
+                "fused backend",
             )
         if config.ep_size != 1:
             raise LayerInputError(
