@@ -304,6 +304,34 @@ def test_explicit_moe_oracle_variant_that_cannot_run_is_refused_in_one_line_per_
     assert tp.action == "refuse" and "TP_UNSUPPORTED" in (tp.error or "") and "--tensor-parallel-size 1" in tp.error
 
 
+def test_emulation_requests_judge_kernel_libraries_with_the_all_profile() -> None:
+    """A CPU dry check has no SM90 kernel build: the twin needs none, so ``emulation:`` is not refused for it."""
+    kernel = {"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp4"}}
+    refused = P.resolve(snap(device="h200", arch="sm90", software="vllm-0.33.0", additional_config=kernel))
+    assert refused.action == "refuse" and "KERNEL_MISSING" in (refused.error or "")
+    twin = {"moe_oracle": {"backend": "emulation:sm90_fp8xfp4"}}
+    out = P.resolve(snap(device="h200", arch="sm90", software="vllm-0.33.0", additional_config=twin))
+    assert out.action == "set" and "software vllm-0.33.0, kernel libraries from 'all' (emulation)" in out.table[0]
+    assert all(g["layer_plan"]["emulate"] for g in _plan_groups(out).values())
+    # every other rule stays: TP is still refused for the twin, and torch (not a kernel library) is still needed
+    tp = P.resolve(snap(device="h200", arch="sm90", software="vllm-0.33.0", tp=8, dp=1, additional_config=twin))
+    assert tp.action == "refuse" and "TP_UNSUPPORTED" in (tp.error or "")
+    bare = P.resolve(snap(device="h200", arch="sm90", software="none", additional_config=twin))
+    assert bare.action == "refuse" and "torch is not present" in (bare.error or "")
+
+
+def test_emulation_software_replaces_only_the_kernel_libraries() -> None:
+    from moe_oracle.engines.vllm.shipped import KERNEL_LIBRARIES, emulation_software
+    from moe_oracle.software.profiles import named_profile
+
+    base, every = named_profile("vllm-0.33.0"), named_profile("all")
+    out = emulation_software(base)
+    assert set(out.libraries) == set(base.libraries) | (set(KERNEL_LIBRARIES) & set(every.libraries))
+    for name, lib in out.libraries.items():
+        assert lib == (every.libraries[name] if name in KERNEL_LIBRARIES else base.libraries[name])
+    assert base.name == "vllm-0.33.0"  # input untouched
+
+
 @pytest.mark.parametrize(
     ("extra", "moe_backend", "needle"),
     [

@@ -207,6 +207,10 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
             error=f"moe-oracle cannot describe this config ({exc.one_line()})",
             table=[f"{head}: moe-oracle cannot describe this config ({exc.one_line()}); left to vLLM"],
         )
+    if request.emulate:  # the numerics twin needs no kernel library: judge those with the 'all' profile
+        from moe_oracle.engines.vllm.shipped import emulation_software
+
+        software = emulation_software(software)
     blockers = []
     if snap.lora:
         blockers.append("LoRA is enabled and vLLM rejects every mega-MoE backend with LoRA")

@@ -137,6 +137,30 @@ def read_request(additional_config: Any, env: Mapping[str, str]) -> Request:
     )
 
 
+#: the kernel libraries of the ``all`` profile; an ``emulation:`` request builds the variant's numerics twin
+#: (torch code), which needs none of them
+KERNEL_LIBRARIES = ("deep_gemm", "aiter", "mori", "flydsl")
+
+
+def emulation_software(software: Any) -> Any:
+    """The profile an ``emulation:<variant>`` request is judged with: ``software`` (the probed one) with
+    the kernel libraries of the ``all`` profile, so a machine without the kernel library (a CPU dry check)
+    is not refused for it; every other library and every other rule stays as probed."""
+    from moe_oracle.software.profiles import named_profile
+
+    every = named_profile("all")
+    assert every is not None
+    libraries = dict(software.libraries)
+    libraries.update({n: every.libraries[n] for n in KERNEL_LIBRARIES if n in every.libraries})
+    return software.model_copy(
+        update={
+            "name": f"{software.name}, kernel libraries from 'all' (emulation)",
+            "description": f"{software.description} Emulation: {', '.join(KERNEL_LIBRARIES)} as in 'all'.".strip(),
+            "libraries": libraries,
+        }
+    )
+
+
 def ship(additional_config: Any, groups: list[dict[str, Any]], fingerprint: str | None) -> dict[str, Any]:
     """``additional_config`` with the plan written under ``[KEY]["plan"]`` (a new dict; input untouched)."""
     out = dict(additional_config) if isinstance(additional_config, Mapping) else {}
