@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Run the tests that need the real vLLM 0.33.0 (tests/engines/test_real_vllm.py) and the static
-# wheel checks (tests/engines/test_engine_vocabulary.py) in a separate virtual environment.
+# Run the tests that need the real vLLM 0.33.0 (tests/engines/test_real_vllm.py: the config hook and the
+# plans; tests/engines/test_real_vllm_layer.py: vLLM's real MoE blocks with moe-oracle's layer) and the
+# static wheel checks (tests/engines/test_engine_vocabulary.py) in a separate virtual environment.
 #
 #   tests/engines/run_real_vllm.sh            # venv at ${VLLM_VENV:-/tmp/vllm-venv}
 #
-# The venv gets vllm==0.33.0 (several GB: CUDA torch) and moe-oracle (editable, so vLLM loads the
-# plug-in through its vllm.general_plugins entry point). Without a GPU, vLLM builds configs for
+# The venv gets vllm==0.33.0 (several GB: CUDA torch) and this checkout of moe-oracle (editable, so vLLM
+# loads the plug-in through its vllm.general_plugins entry point from here), with its own dependencies. Without a GPU, vLLM builds configs for
 # its CPU platform (VLLM_TARGET_DEVICE=cpu) and the tests name the GPU with MOE_ORACLE_VLLM_DEVICE.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -19,7 +20,9 @@ fi
 "$venv/bin/python" -c 'import vllm, sys; sys.exit(vllm.__version__ != "0.33.0")' 2>/dev/null \
     || "$venv/bin/pip" install "vllm==0.33.0"
 "$venv/bin/pip" install -q -e "$here" --no-deps
-"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100"
+"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" pydantic click rich packaging
+"$venv/bin/python" -c 'import moe_oracle, sys; sys.exit(not moe_oracle.__file__.startswith(sys.argv[1]))' "$here" \
+    || { echo "moe_oracle in $venv does not resolve to $here" >&2; exit 1; }
 
 mkdir -p "$wheels"
 ls "$wheels"/vllm-0.33.0-*.whl >/dev/null 2>&1 || pip download -q vllm==0.33.0 --no-deps -d "$wheels" || true
@@ -30,4 +33,4 @@ if ! "$venv/bin/python" -c 'import torch; import sys; sys.exit(not torch.cuda.is
     export VLLM_TARGET_DEVICE=cpu
 fi
 MOE_ORACLE_WHEELS="$wheels" "$venv/bin/python" -m pytest -p no:cacheprovider -ra \
-    tests/engines/test_real_vllm.py tests/engines/test_engine_vocabulary.py "$@"
+    tests/engines/test_real_vllm.py tests/engines/test_real_vllm_layer.py tests/engines/test_engine_vocabulary.py "$@"
