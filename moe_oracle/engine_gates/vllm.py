@@ -76,6 +76,39 @@ def _fp4_experts(backend: str) -> object:
     )
 
 
+def _tp_one(rule: str, why: str, remediation: str, sources: tuple[str, ...]) -> object:
+    return c.scenario_predicate(
+        ReasonCode.TP_UNSUPPORTED,
+        lambda sc: sc.deployment.parallel.tp == 1,
+        rule=rule,
+        message=lambda sc: f"tp={sc.deployment.parallel.tp}: {why}",
+        remediation=remediation,
+        sources=sources,
+    )
+
+
+def _pp_one(why: str, sources: tuple[str, ...]) -> object:
+    return c.scenario_predicate(
+        ReasonCode.PP_UNSUPPORTED,
+        lambda sc: sc.deployment.parallel.pp == 1,
+        rule="pp == 1",
+        message=lambda sc: f"pp={sc.deployment.parallel.pp}: {why}",
+        remediation="Drop --pipeline-parallel-size.",
+        sources=sources,
+    )
+
+
+def _no_eplb(rule: str, why: str, sources: tuple[str, ...]) -> object:
+    return c.scenario_predicate(
+        ReasonCode.EPLB_UNSUPPORTED,
+        lambda sc: not sc.deployment.parallel.eplb,
+        rule=rule,
+        message=lambda sc: f"EPLB is enabled{why}",
+        remediation="Drop --enable-eplb.",
+        sources=sources,
+    )
+
+
 _DEEP_GEMM = EngineSupport(
     engine="vllm",
     version=VERSION,
@@ -125,25 +158,13 @@ _AITER = EngineSupport(
         _dsv4_only("aiter_mega_moe"),
         _ep_enabled("aiter_mega_moe"),
         _fp4_experts("aiter_mega_moe"),
-        c.scenario_predicate(
-            ReasonCode.TP_UNSUPPORTED,
-            lambda sc: sc.deployment.parallel.tp == 1,
-            rule="tp == 1",
-            message=lambda sc: (
-                f"tp={sc.deployment.parallel.tp}: AITER MegaMoE requires data parallel attention "
-                "with expert parallel MoE and TP=1"
-            ),
-            remediation="Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
-            sources=("vllm-0.33.md §3.1 rule 3",),
+        _tp_one(
+            "tp == 1",
+            "AITER MegaMoE requires data parallel attention with expert parallel MoE and TP=1",
+            "Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
+            ("vllm-0.33.md §3.1 rule 3",),
         ),
-        c.scenario_predicate(
-            ReasonCode.PP_UNSUPPORTED,
-            lambda sc: sc.deployment.parallel.pp == 1,
-            rule="pp == 1",
-            message=lambda sc: f"pp={sc.deployment.parallel.pp}: AITER MegaMoE requires PP=1",
-            remediation="Drop --pipeline-parallel-size.",
-            sources=("vllm-0.33.md §3.1 rule 3",),
-        ),
+        _pp_one("AITER MegaMoE requires PP=1", ("vllm-0.33.md §3.1 rule 3",)),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
             lambda sc: sc.deployment.parallel.all2all_backend in (None, *MORI_BACKENDS),
@@ -154,14 +175,7 @@ _AITER = EngineSupport(
             remediation="Use --all2all-backend mori_high_throughput.",
             sources=("vllm-0.33.md §3.1 rule 4",),
         ),
-        c.scenario_predicate(
-            ReasonCode.EPLB_UNSUPPORTED,
-            lambda sc: not sc.deployment.parallel.eplb,
-            rule="no EPLB",
-            message=lambda sc: "EPLB is enabled; AITER MegaMoE does not support it",
-            remediation="Drop --enable-eplb.",
-            sources=("vllm-0.33.md §3.1 rule 5",),
-        ),
+        _no_eplb("no EPLB", "; AITER MegaMoE does not support it", ("vllm-0.33.md §3.1 rule 5",)),
         c.scenario_predicate(
             ReasonCode.ENGINE_UNSUPPORTED,
             lambda sc: all(
@@ -235,35 +249,18 @@ _MOE_ORACLE = EngineSupport(
             remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
             sources=("vllm-0.33.md §2.10",),
         ),
-        c.scenario_predicate(
-            ReasonCode.TP_UNSUPPORTED,
-            lambda sc: sc.deployment.parallel.tp == 1,
-            rule="tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
-            message=lambda sc: (
-                f"tp={sc.deployment.parallel.tp}: through the plug-in the fused kernel dispatches each rank's "
-                "tokens itself, and TP ranks hold the same tokens"
-            ),
-            remediation="Use --tensor-parallel-size 1 --data-parallel-size N --enable-expert-parallel.",
-            sources=(_PLUGIN,),
+        _tp_one(
+            "tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
+            "through the plug-in the fused kernel dispatches each rank's tokens itself, and TP ranks hold the "
+            "same tokens",
+            "Use --tensor-parallel-size 1 --data-parallel-size N --enable-expert-parallel.",
+            (_PLUGIN,),
         ),
-        c.scenario_predicate(
-            ReasonCode.PP_UNSUPPORTED,
-            lambda sc: sc.deployment.parallel.pp == 1,
-            rule="pp == 1",
-            message=lambda sc: f"pp={sc.deployment.parallel.pp}: the plug-in is validated with one pipeline stage",
-            remediation="Drop --pipeline-parallel-size.",
-            sources=(_PLUGIN,),
-        ),
-        c.scenario_predicate(
-            ReasonCode.EPLB_UNSUPPORTED,
-            lambda sc: not sc.deployment.parallel.eplb,
-            rule="no EPLB (logical expert ids, linear placement)",
-            message=lambda sc: (
-                "EPLB is enabled: vLLM then routes to physical (redundant) expert slots, which moe-oracle's "
-                "runtime does not map"
-            ),
-            remediation="Drop --enable-eplb.",
-            sources=(_PLUGIN, "vllm-0.33.md §2.4 (EPLB hooks)"),
+        _pp_one("the plug-in is validated with one pipeline stage", (_PLUGIN,)),
+        _no_eplb(
+            "no EPLB (logical expert ids, linear placement)",
+            ": vLLM then routes to physical (redundant) expert slots, which moe-oracle's runtime does not map",
+            (_PLUGIN, "vllm-0.33.md §2.4 (EPLB hooks)"),
         ),
         c.group_predicate(
             ReasonCode.QUANT_UNSUPPORTED,
