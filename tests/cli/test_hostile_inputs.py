@@ -244,11 +244,16 @@ def test_closed_stdout_exits_quietly(args):
 def test_ctrl_c_exits_130():
     import signal
 
+    def interactive() -> None:  # a shell's background job ignores SIGINT; a terminal's process does not
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
     p = subprocess.Popen(
-        [sys.executable, "-m", "moe_oracle", "accuracy", FLASH],
+        # a run that lasts well past the interrupt (the default run can end within 3 s on an idle machine)
+        [sys.executable, "-m", "moe_oracle", "accuracy", FLASH, "--scale", "0.5", "--tokens", "512"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=interactive,
     )
     time.sleep(3.0)
     p.send_signal(signal.SIGINT)
