@@ -21,7 +21,7 @@ from moe_oracle_backends._deep_gemm_layout import (
     sm90_buffer_terms_pr323,
     sm100_buffer_terms_pr323,
     sm100_buffer_terms_v281,
-    sum_terms,
+    symm_buffer_bytes,
 )
 from moe_oracle_backends._sgl_deep_gemm_buffer import derive_sglang_deepgemm
 from moe_oracle_backends._sgl_deep_gemm_layout import SGL_0232
@@ -164,20 +164,7 @@ def derive_deepgemm(
             assumption = None
         inputs["num_ring_tokens"] = ring
         inputs["num_sf_ring_tokens"] = sf_ring_tokens(lineage, ring)
-    total = sum_terms(terms)
-    out.append(
-        Derived(
-            key="deepgemm_symm_buffer_bytes",
-            label=f"DeepGEMM symmetric buffer per rank, {shape.label()}",
-            value=total,
-            unit="bytes",
-            formula=formula,
-            inputs=inputs,
-            source=source,
-            assumption=assumption,
-            terms=tuple(terms),
-        )
-    )
+    out.append(symm_buffer_bytes(shape, terms, formula=formula, inputs=inputs, source=source, assumption=assumption))
     return out
 
 

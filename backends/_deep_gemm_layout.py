@@ -23,8 +23,9 @@ Ported (reimplemented, not copied) from the public DeepGEMM sources:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from moe_oracle.plan.derived import align, ceil_div
+from moe_oracle.plan.derived import Derived, Shape, align, ceil_div
 
 DG_PR323_COMMIT = "8ddf7f96cb3300011f69458e88c7651a1e305a8c"
 DG_PR323 = f"deepseek-ai/DeepGEMM@{DG_PR323_COMMIT[:8]} (refs/pull/323/head)"
@@ -120,6 +121,29 @@ def ring_tokens(lineage: DeepGemmLineage, ranks: int, experts: int, tokens: int,
 
 def sum_terms(terms: list[tuple[str, int]]) -> int:
     return sum(v for _, v in terms)
+
+
+def symm_buffer_bytes(
+    shape: Shape,
+    terms: list[tuple[str, int]],
+    *,
+    formula: str,
+    inputs: dict[str, Any],
+    source: str,
+    assumption: str | None,
+) -> Derived:
+    """The symmetric buffer's bytes per rank as one derived quantity, with its byte terms (every build)."""
+    return Derived(
+        key="deepgemm_symm_buffer_bytes",
+        label=f"DeepGEMM symmetric buffer per rank, {shape.label()}",
+        value=sum_terms(terms),
+        unit="bytes",
+        formula=formula,
+        inputs=inputs,
+        source=source,
+        assumption=assumption,
+        terms=tuple(terms),
+    )
 
 
 def sm100_buffer_terms_pr323(

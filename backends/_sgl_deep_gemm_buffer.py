@@ -18,7 +18,7 @@ from moe_oracle_backends._deep_gemm_layout import (
     ring_tokens,
     sf_ring_tokens,
     sm90_buffer_terms_pr323,
-    sum_terms,
+    symm_buffer_bytes,
 )
 from moe_oracle_backends._sgl_deep_gemm_layout import (
     SGL_0232,
@@ -150,18 +150,5 @@ def derive_sglang_deepgemm(
         )
         source = f"{lin.source}:481-619 MegaMoEBuffer, 94-153 Workspace, 54-89 MegaMoESignals"
         assumption = UNVERIFIED_RING
-    total = sum_terms(terms)
-    out.append(
-        Derived(
-            key="deepgemm_symm_buffer_bytes",
-            label=f"DeepGEMM symmetric buffer per rank, {shape.label()}",
-            value=total,
-            unit="bytes",
-            formula=formula,
-            inputs=inputs,
-            source=source,
-            assumption=assumption,
-            terms=tuple(terms),
-        )
-    )
+    out.append(symm_buffer_bytes(shape, terms, formula=formula, inputs=inputs, source=source, assumption=assumption))
     return out
