@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from moe_oracle.cli.app import main
 from moe_oracle.errors import BadInputError
 from moe_oracle.inputs import check_workload_points, parse_workload
+from tests.fuzz_helpers import json_paths, mutate
 
 FUZZ = settings(
     max_examples=120,
@@ -82,41 +83,13 @@ def _record() -> dict:
 RECORD = _record()
 
 
-def _paths(value, prefix=()):
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield (*prefix, key)
-            yield from _paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value[:3]):
-            yield (*prefix, index)
-            yield from _paths(child, (*prefix, index))
-
-
-INPUT_PATHS = [p for p in _paths(RECORD["inputs"], ("inputs",)) if len(p) <= 6]
+INPUT_PATHS = [p for p in json_paths(RECORD["inputs"], 3, ("inputs",)) if len(p) <= 6]
 
 
 @st.composite
 def mutated_record(draw):
     doc = copy.deepcopy(RECORD)
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(INPUT_PATHS))
-        parent = doc
-        try:
-            for key in path[:-1]:
-                parent = parent[key]
-            current = parent[path[-1]]
-        except (KeyError, IndexError, TypeError):
-            continue
-        op = draw(st.sampled_from(["delete", "replace", "scale", "null"]))
-        if op == "delete":
-            del parent[path[-1]]
-        elif op == "null":
-            parent[path[-1]] = None
-        elif op == "scale" and isinstance(current, (int, float)) and not isinstance(current, bool):
-            parent[path[-1]] = current * draw(st.sampled_from([0, -1, 10**9, 1e300, -0.5]))
-        else:
-            parent[path[-1]] = draw(json_values)
+    mutate(draw, doc, INPUT_PATHS, scale=st.sampled_from([0, -1, 10**9, 1e300, -0.5]), values=json_values)
     return doc
 
 

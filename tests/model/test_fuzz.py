@@ -19,6 +19,7 @@ from moe_oracle.model.adapters import describe_config
 from moe_oracle.model.adapters.catalog import supported_architectures, supported_model_types
 from moe_oracle.model.description_json import description_to_json
 from moe_oracle.model.types import ModelDescription
+from tests.fuzz_helpers import json_paths, mutate
 from tests.model.model_test_helpers import FIXTURES, PRESETS, load_dir
 
 FUZZ = settings(
@@ -97,19 +98,7 @@ def test_random_json_values_of_any_type(value):
     check({"model_type": "glm_moe_dsa", "quantization_config": value})
 
 
-def paths(value, prefix=()):
-    """Every (path) into nested dicts/lists, the root excluded."""
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield (*prefix, key)
-            yield from paths(child, (*prefix, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value[:4]):
-            yield (*prefix, index)
-            yield from paths(child, (*prefix, index))
-
-
-ALL_PATHS = [list(paths(config)) for config, _ in REAL]
+ALL_PATHS = [list(json_paths(config, 4)) for config, _ in REAL]
 
 
 @st.composite
@@ -117,24 +106,7 @@ def mutated_real_config(draw):
     index = draw(st.integers(0, len(REAL) - 1))
     config, quant = copy.deepcopy(REAL[index])
     config_paths = ALL_PATHS[index]
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(config_paths))
-        parent = config
-        try:
-            for key in path[:-1]:
-                parent = parent[key]
-            current = parent[path[-1]]
-        except (KeyError, IndexError, TypeError):
-            continue
-        op = draw(st.sampled_from(["delete", "replace", "scale", "null"]))
-        if op == "delete":
-            del parent[path[-1]]
-        elif op == "null":
-            parent[path[-1]] = None
-        elif op == "scale" and isinstance(current, (int, float)) and not isinstance(current, bool):
-            parent[path[-1]] = current * draw(st.integers(-3, 400) | st.sampled_from([0, -1, 10**9]))
-        else:
-            parent[path[-1]] = draw(json_values)
+    mutate(draw, config, config_paths, scale=st.integers(-3, 400) | st.sampled_from([0, -1, 10**9]), values=json_values)
     if quant is not None and draw(st.booleans()):
         quant = draw(st.sampled_from([None, quant, {"quantization": draw(json_values)}]))
     return config, quant
