@@ -282,7 +282,7 @@ def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
             continue
         plan = layer_plan(decision, gd, ok, emulate=request.emulate, allow_lossy=request.allow_lossy)
         routes.append(GroupRoute(gd.group.name, gd.group.layers, "moe-oracle", ok.key, plan, "explicit request"))
-    lines += [f"{b}" for b in blockers]
+    lines += blockers
     if lines:
         table = [f"{head}, {label}: REFUSED ({where})", *(f"  {line}" for line in lines)]
         error = f"{label} cannot run on this deployment: " + " | ".join(lines) + f" [moe-oracle; {ENV_SWITCH}=0 off]"
