@@ -1,7 +1,7 @@
 """The DeepGEMM mega-MoE layer every SM90 and SM100 variant's ``backend.py`` subclasses.
 
-A subclass names its declaration (``SPEC``, the sibling ``config.VARIANT``), its layout and staging
-modules (``WEIGHTS``, ``STAGING``, the sibling modules themselves) and what the call needs: the
+A subclass names its declaration (``SPEC``, the sibling ``config.VARIANT``), its layout module
+(``WEIGHTS``, the sibling ``weights``) and what the call needs: the
 kernel function, the buffer constructors it may use (in order of preference), the buffer and kernel
 keyword arguments. The library's entry points, what provides them, the architectures and the
 environment that must be off are read from the declaration's checks, never restated here; the
@@ -25,16 +25,18 @@ from typing import Any, ClassVar
 
 import torch
 
-from moe_oracle.rules import VariantSpec
+from moe_oracle.rules import LayerScenario, VariantSpec
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelWeights
+from moe_oracle.runtime.staging import StagingSpec
 from moe_oracle.runtime.vendor import (
     declared_arch_majors,
     declared_entry_points,
     ensure_process_group,
     has_attr,
     require_attrs,
+    require_build_limits,
     require_cuda_arch,
     require_env_off,
     require_module,
@@ -61,7 +63,8 @@ class DeepGemmMegaMoE(MegaMoELayer):
 
     SPEC: ClassVar[VariantSpec]
     WEIGHTS: ClassVar[ModuleType]
-    STAGING: ClassVar[ModuleType]
+    #: built from ``SPEC.staging`` (``StagingSpec.declared``) unless a subclass sets its own
+    STAGING: ClassVar[StagingSpec]
     KERNEL: ClassVar[str] = ""
     BUFFER_FNS: ClassVar[tuple[str, ...]] = ("get_symm_buffer_for_mega_moe",)
     BUFFER_KWARGS: ClassVar[dict[str, Any]] = {}
@@ -74,6 +77,8 @@ class DeepGemmMegaMoE(MegaMoELayer):
         if spec is None:
             return
         cls.key = spec.key
+        if "STAGING" not in cls.__dict__:
+            cls.STAGING = StagingSpec.declared(spec)
         declared = declared_entry_points(spec, LIBRARY)
         names = set(declared.all_of) | set(declared.any_of)
         undeclared = [n for n in (cls.KERNEL, *cls.BUFFER_FNS) if n not in names]
@@ -89,6 +94,9 @@ class DeepGemmMegaMoE(MegaMoELayer):
             os.environ.setdefault(name, value)
         self.dg = require_module(LIBRARY, key=self.key, fix=fix)
         require_attrs(self.dg, key=self.key, all_of=declared.all_of, any_of=declared.any_of, fix=fix)
+        layer = LayerScenario(config.group, ep=config.ep_size, tokens_per_rank=config.max_tokens_per_rank)
+        #: the DeepGEMM build recognised (``moe-oracle list builds``), None when none is
+        self.build = require_build_limits(declared, layer, key=self.key)
         require_env_off(spec, key=self.key)
         majors = declared_arch_majors(spec)
         self.device = require_cuda_arch(

@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from moe_oracle.errors import BadInputError, DeploymentError
-from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
+from moe_oracle.software.profiles import named_profile, profile_names
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment, LayoutError, Parallelism, Topology
 from moe_oracle.spec.device import DEVICES, DeviceSpec
@@ -202,7 +202,7 @@ def resolve_software(name: str | None, device: str) -> tuple[SoftwareProfile, st
     if profile is None:
         raise BadInputError(
             f"--software {chosen!r} is not a known software profile",
-            fix=f"use installed or one of: {', '.join(NAMED_PROFILES)}.",
+            fix=f"use installed or one of: {', '.join(profile_names())}.",
         )
     return profile, origin
 

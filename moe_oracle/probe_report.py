@@ -11,6 +11,7 @@ from typing import Any
 
 from moe_oracle.hardware import LocalHardware, detect_local, device_spec_for
 from moe_oracle.software.probe import probe_installed
+from moe_oracle.software.types import LibraryBuild
 
 #: Variables that change what a mega-MoE backend does, grouped by who reads them.
 ENV_VARS: dict[str, tuple[str, ...]] = {
@@ -46,6 +47,18 @@ ENV_VARS: dict[str, tuple[str, ...]] = {
     ),
     "NCCL / symmetric memory": ("NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS"),
 }
+
+
+def _build_of(lib: LibraryBuild) -> dict[str, str] | None:
+    """The declared build (``moe-oracle list builds``) the probed ``lib`` is recognised as, or None."""
+    from moe_oracle.rules.build import builds_present
+    from moe_oracle.software.catalog import known_builds
+
+    found = builds_present(lib, known_builds().values()) if lib.present else []
+    if not found:
+        return None
+    b = found[0]
+    return {"name": b.name, "title": b.title, "provenance": b.provenance.value, "caveat": b.provenance.caveat}
 
 
 def _domain_text(hw: LocalHardware) -> str:
@@ -89,6 +102,7 @@ def probe_machine() -> dict[str, Any]:
                 "version": lib.version,
                 "import_path": lib.import_path,
                 "entry_points": sorted(lib.symbols),
+                "build": _build_of(lib),
                 "error": lib.error,
             }
             for name, lib in software.libraries.items()

@@ -6,14 +6,31 @@ import json
 
 import click
 
-WHAT = ("devices", "profiles", "backends", "presets", "reasons")
+from moe_oracle.rules.build import BuildSpec
+
+WHAT = ("devices", "profiles", "backends", "builds", "presets", "reasons")
+
+
+def build_row(build: BuildSpec) -> dict[str, object]:
+    """One declared library build as ``list builds`` shows it: provenance, how it is recognised, its limits."""
+    limits = [f"{ep}: {check.rule}" for ep, checks in build.limits.items() for check in checks]
+    return {
+        "build": build.name,
+        "library": build.library,
+        "provenance": build.provenance.value,
+        "recognised by": build.recognised_by,
+        "token alignment": ", ".join(f"{a} {n}" for a, n in build.token_alignment.items()) or "-",
+        "limits beyond the variants' checks": "; ".join(limits) or "-",
+        "source": build.ref,
+    }
 
 
 @click.command("list")
 @click.argument("what", type=click.Choice(WHAT))
 @click.option("--json", "as_json", is_flag=True)
 def list_(what: str, as_json: bool) -> None:
-    """List known devices, software profiles, registered backends, bundled model presets or reason codes."""
+    """List known devices, software profiles, registered backends, kernel-library builds, bundled model presets or
+    reason codes."""
     rows: list[dict[str, object]]
     if what == "devices":
         from moe_oracle.spec.device import DEVICES
@@ -30,10 +47,10 @@ def list_(what: str, as_json: bool) -> None:
             for d in DEVICES.values()
         ]
     elif what == "profiles":
-        from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
+        from moe_oracle.software.profiles import named_profile, profile_names
 
         rows = [{"name": "installed", "description": "probed on this machine (default for --device local)"}]
-        for name in NAMED_PROFILES:
+        for name in profile_names():
             p = named_profile(name)
             assert p is not None
             rows.append({"name": name, "description": p.description})
@@ -54,6 +71,10 @@ def list_(what: str, as_json: bool) -> None:
         ]
         for ep, err in reg.broken:
             click.echo(f"warning: backend entry point {ep} failed to load: {err}", err=True)
+    elif what == "builds":
+        from moe_oracle.software.catalog import known_builds
+
+        rows = [build_row(b) for b in known_builds().values()]
     elif what == "presets":
         from moe_oracle.model.loader import list_presets
 

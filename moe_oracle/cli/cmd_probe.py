@@ -64,6 +64,11 @@ def probe(as_json: bool) -> None:
         found = "[green]yes[/green]" if lib["present"] else "[dim]no[/dim]"
         dist = " ".join(x for x in (lib["dist"], lib["version"]) if x) or "-"
         detail = ", ".join(lib["entry_points"]) if lib["present"] else (lib["error"] or "")
+        if lib.get("build"):
+            b = lib["build"]
+            detail = f"build {b['name']}: {b['title']} ({b['caveat']}); " + detail
+        elif lib["present"] and lib["entry_points"] and name == "deep_gemm":
+            detail = "build not recognised (moe-oracle list builds); " + detail
         t.add_row(name, found, escape(dist), escape(detail or "-"))
     print_table(con, t)
     con.print()

@@ -13,6 +13,7 @@ from moe_oracle.registry import Registry
 from moe_oracle.report.markdown import generated_header, md_table
 from moe_oracle.report.matrix import Matrix
 from moe_oracle.rules import Check, Engine, ReasonCode
+from moe_oracle.rules.build import BuildSpec
 from moe_oracle.rules.engine import EngineProfile, EngineSupport
 
 DOCS_COMMAND = "moe-oracle matrix --docs docs"
@@ -72,6 +73,7 @@ def render_variants(registry: Registry, profiles: list[EngineProfile], command: 
     ]
     lines += [f"- [`{v.key}`](#{_anchor(v.key)})" for v in registry.variants]
     lines += [f"- [Engine gates: {p.engine} {p.version}](#{_anchor(f'engine-{p.engine}')})" for p in profiles]
+    lines += ["- [Library builds](#library-builds)"]
     for v in registry.variants:
         lines += ["", f'<a id="{_anchor(v.key)}"></a>', "", f"## `{v.key}`", "", v.summary, ""]
         lines += md_table(
@@ -99,7 +101,48 @@ def render_variants(registry: Registry, profiles: list[EngineProfile], command: 
         ]
         for s in p.supports:
             lines += _gate_section(s)
+    lines += _builds_section(registry)
     return "\n".join(lines) + "\n"
+
+
+def _builds_section(registry: Registry) -> list[str]:
+    """Every library build the variants' entry-point checks name: provenance, recognition, extra limits."""
+    builds: dict[str, BuildSpec] = {}
+    for v in registry.variants:
+        for check in v.checks:
+            for b in check.data.get("builds", ()):
+                builds.setdefault(b.name, b)
+    if not builds:
+        return []
+    lines = ["", '<a id="library-builds"></a>', "", "## Library builds", ""]
+    lines += [
+        "The builds of each kernel library that exist, as declared (`BuildSpec`). A variant's entry-point check "
+        "passes when a build present in the software profile exports its kernel and meets that build's limits "
+        "below (limits every build shares are the variant's own checks). `--software <build>` describes one build "
+        "alone; `--software installed` recognises the installed one as shown. A limit read from a branch or an "
+        "unmerged pull request is marked so: no release has promised it.",
+    ]
+    for b in builds.values():
+        lines += ["", f"### `{b.name}`", "", b.title, ""]
+        lines += md_table(
+            ["field", "value"],
+            [
+                ["library", f"`{b.library}`"],
+                ["provenance", f"{b.provenance.value}: {b.provenance.caveat}"],
+                ["source", b.ref],
+                ["recognised by", b.recognised_by or "-"],
+                ["token alignment", ", ".join(f"{a}: {n}" for a, n in b.token_alignment.items()) or "-"],
+                ["notes", b.note or "-"],
+            ],
+        )
+        rows = [
+            [f"`{ep}`", f"`{c.code.value}`", c.rule, c.remediation or "-", _sources(c.sources)]
+            for ep, checks in b.limits.items()
+            for c in checks
+        ]
+        if rows:
+            lines += ["", *md_table(["entry point", "reason code", "rule", "remediation", "sources"], rows)]
+    return lines
 
 
 def _gate_section(s: EngineSupport) -> list[str]:

@@ -23,11 +23,16 @@ class Status(str, Enum):
 
 @dataclass(frozen=True)
 class Finding:
-    """What a check's test returns when the rule is not plainly met."""
+    """What a check's test returns when the rule is not plainly met.
+
+    ``code`` overrides the check's own reason code, for a check that evaluates nested ones (a build's
+    limits) and reports the code of the limit that failed.
+    """
 
     message: str
     status: Status = Status.FAIL
     remediation: str | None = None
+    code: ReasonCode | None = None
 
 
 @dataclass(frozen=True)
@@ -90,7 +95,7 @@ class Check:
         if finding is None:
             return None
         return Reason(
-            code=self.code,
+            code=finding.code or self.code,
             message=finding.message,
             remediation=finding.remediation or self.remediation,
             status=finding.status,

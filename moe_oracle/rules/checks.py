@@ -11,6 +11,7 @@ import functools
 from collections.abc import Callable, Iterable
 
 from moe_oracle.model.types import MoELayerGroup, QuantSpec
+from moe_oracle.rules.build import BuildSpec, build_finding
 from moe_oracle.rules.check import Check, Finding, Scope, Status
 from moe_oracle.rules.reasons import ReasonCode
 from moe_oracle.rules.scenario import Scenario
@@ -189,6 +190,22 @@ def ep_in_domain(max_ranks: int, *, scope: str, sources: Sources) -> Check:
     )
 
 
+def ep_at_most(max_ranks: int, *, why: str, sources: Sources) -> Check:
+    """The kernel's own rank cap on the EP group (a layer check: it reads the EP size alone)."""
+
+    def test(sc: Scenario) -> Finding | None:
+        return None if sc.ep <= max_ranks else Finding(f"ep={sc.ep} exceeds {max_ranks} ranks ({why})")
+
+    return Check(
+        ReasonCode.EP_EXCEEDS_DOMAIN,
+        f"ep <= {max_ranks}",
+        f"Run replicas of at most {max_ranks} EP ranks each (DP across replicas).",
+        test,
+        sources,
+        Scope.LAYER,
+    )
+
+
 def ep_size_in(sizes: Iterable[int], *, why: str, sources: Sources) -> Check:
     allowed = tuple(sizes)
 
@@ -267,12 +284,21 @@ def entry_points(
     any_of: Iterable[str] = (),
     provided_by: str,
     sources: Sources,
+    builds: Iterable[BuildSpec] = (),
 ) -> Check:
-    """The software profile must offer these entry points of ``library``."""
+    """The software profile must offer these entry points of ``library``, from a build that meets their limits.
+
+    ``builds``: the named builds that provide them (:class:`~moe_oracle.rules.build.BuildSpec`, most specific
+    first). When the profile's library is one of them (named by a described profile, or recognised in a
+    probed one), that build's limits for ``all_of`` apply too, and a failure reports the limit's own code.
+    """
     need_all = tuple(all_of)
     need_any = tuple(any_of)
+    providers = tuple(builds)
     parts = list(need_all) + ([f"one of ({' | '.join(need_any)})"] if need_any else [])
     rule = f"{library} exports {_join(parts)}"
+    if providers:
+        rule += ", within the limits of the build providing them"
 
     def test(sc: Scenario) -> Finding | None:
         sw = sc.software
@@ -284,12 +310,18 @@ def entry_points(
         if need_any and not any(lib.has(s) for s in need_any):
             missing.append(f"one of ({' | '.join(need_any)})")
         if not missing:
-            return None
+            return build_finding(lib, providers, need_all, need_any, sc) if providers else None
         where = lib.dist or lib.import_path or library
         version = f" {lib.version}" if lib.version else ""
         return Finding(f"{where}{version} in profile '{sw.name}' lacks {_join(missing)}")
 
-    data = {"library": library, "all_of": need_all, "any_of": need_any, "provided_by": provided_by}
+    data = {
+        "library": library,
+        "all_of": need_all,
+        "any_of": need_any,
+        "provided_by": provided_by,
+        "builds": providers,
+    }
     return Check(ReasonCode.KERNEL_MISSING, rule, f"Install {provided_by}.", test, sources, data=data)
 
 

@@ -4,7 +4,7 @@ Driven only by the variant's :class:`~moe_oracle.rules.recipe.Recipe`, its numer
 its weight layout (``VariantSpec.numerics``, ``VariantSpec.layout``), it runs on CPU or GPU in plain torch:
 
 1. the hidden states are quantized as the variant's staging does (bit-exact, the same code as
-   its ``staging.py``) and dequantized to fp32;
+   its kernel class: ``StagingSpec.declared(spec)``) and dequantized to fp32;
 2. per routed expert: ``h = x @ W13^T`` in fp32 on the dequantized operands (the kernels accumulate
    in fp32 with the block scales applied per K block; the twin applies them to the operands, which
    differs only by fp32 summation order); ``h`` rounded to BF16 when ``recipe.l1_output_bf16``;

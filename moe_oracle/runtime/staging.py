@@ -136,7 +136,8 @@ def _triton_stage() -> Any:
 
 @dataclass(frozen=True)
 class StagingSpec:
-    """How one variant's kernel wants its inputs staged (each variant's ``staging.py`` holds one).
+    """How one variant's kernel wants its inputs staged (built from its ``VariantSpec.staging``
+    by :meth:`declared`; the DeepGEMM kernel classes stage with it).
 
     ``triton_recipe`` names the fused Triton kernel (:mod:`moe_oracle.kernels.staging_triton`) that
     writes the same bytes straight into the kernel's buffer views on a GPU, with no allocation and

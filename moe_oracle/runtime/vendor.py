@@ -30,25 +30,52 @@ class DeclaredEntryPoints:
     all_of: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
     provided_by: str = ""
+    builds: tuple[Any, ...] = ()  # the BuildSpecs that provide them (most specific first)
 
 
 def declared_entry_points(spec: VariantSpec, library: str) -> DeclaredEntryPoints:
     """The entry points ``spec`` declares for ``library`` (all of its entry-point checks merged)."""
     all_of: list[str] = []
     any_of: list[str] = []
+    builds: list[Any] = []
     provided_by = ""
     for check in spec.checks:
         if check.data.get("library") != library:
             continue
         all_of += [n for n in check.data.get("all_of", ()) if n not in all_of]
         any_of += [n for n in check.data.get("any_of", ()) if n not in any_of]
+        builds += [b for b in check.data.get("builds", ()) if b not in builds]
         provided_by = provided_by or check.data.get("provided_by", "")
     if not provided_by:
         raise BackendUnavailableError(
             f"{spec.key} declares no entry-point check for the library '{library}' its runtime imports.",
             fix=f"add checks.entry_points('{library}', ...) to the declaration of {spec.key}.",
         )
-    return DeclaredEntryPoints(library, tuple(all_of), tuple(any_of), provided_by)
+    return DeclaredEntryPoints(library, tuple(all_of), tuple(any_of), provided_by, tuple(builds))
+
+
+def require_build_limits(declared: DeclaredEntryPoints, scenario: Any, *, key: str) -> str | None:
+    """Recognise the installed build of ``declared.library`` among ``declared.builds`` and raise
+    :class:`~moe_oracle.runtime.errors.LayerInputError` when ``scenario`` (a ``LayerScenario``) breaks one of
+    its limits for the entry points this layer calls, before anything is allocated. Returns the build's name
+    (None when no declared build is recognised: the entry points alone were checked)."""
+    from moe_oracle.rules.build import builds_present, limit_failure
+    from moe_oracle.runtime.errors import LayerInputError
+    from moe_oracle.software.probe import probe_library
+
+    if not declared.builds:
+        return None
+    lib = probe_library(declared.library)
+    failure = limit_failure(lib, declared.builds, declared.all_of, scenario)
+    if failure is not None:
+        build, reason = failure
+        raise LayerInputError(
+            f"{key}: the installed {declared.library} is {build.label}; it runs {declared.all_of[0]} only with "
+            f"{reason.rule}: {reason.message} ({reason.code.value})",
+            fix=reason.remediation,
+        )
+    present = builds_present(lib, declared.builds)
+    return present[0].name if present else None
 
 
 def declared_arch_majors(spec: VariantSpec) -> tuple[int, ...]:

@@ -1,6 +1,6 @@
-"""Software profiles: which kernel-library builds are present, probed or declared."""
+"""Software profiles: which kernel-library builds are present, probed or declared.
 
-from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
-from moe_oracle.software.types import LibraryBuild, SoftwareProfile
-
-__all__ = ["NAMED_PROFILES", "LibraryBuild", "SoftwareProfile", "named_profile"]
+Modules: ``types`` (the data), ``catalog`` (the libraries, entry points and builds that matter),
+``profiles`` (the named profiles), ``probe`` (the ``installed`` profile). The package itself imports
+nothing, so the rules can read ``software.types`` without loading the catalogue.
+"""

@@ -12,6 +12,7 @@ import functools
 from importlib.metadata import EntryPoint, entry_points
 
 from moe_oracle.errors import OracleError
+from moe_oracle.rules.build import BuildSpec
 from moe_oracle.software.types import LibraryBuild, LibrarySpec
 
 #: DeepGEMM entry points relevant to mega-MoE, by meaning.
@@ -31,6 +32,9 @@ DEEP_GEMM_SYMBOLS: dict[str, str] = {
     "SymmBuffer": "SM100 symmetric buffer with mma_type (sgl-deep-gemm >= 0.2.3: fp8xfp4, mxf4xmxf4, nvfp4xnvfp4)",
     "fp4_fp4_mega_moe": "SM100 NVFP4 x NVFP4 mega-MoE",
     "get_block_m_for_mega_moe": "BLOCK_M heuristic (needed for shared-expert fusion)",
+    "SM90FusedSymmBuffer": "fused SM90 FP8 symmetric buffer (DeepGEMM PR #440)",
+    "fp8_mxfp4_mega_moe": "SM90 FP8 x MXFP4 unified persistent kernel (DeepGEMM PR #411)",
+    "transform_weights_for_fp8_mxfp4_mega_moe_sm90": "SM90 MXFP4 weight transform of PR #411",
     "per_token_cast_to_fp8": "reference FP8 quantizer",
     "per_token_cast_to_fp4": "reference FP4 quantizer",
 }
@@ -170,3 +174,28 @@ def known_libraries() -> dict[str, LibrarySpec]:
                     fix="make both packages declare the same attribute path for it.",
                 ) from None
     return libraries
+
+
+@functools.lru_cache(maxsize=1)
+def known_builds() -> dict[str, BuildSpec]:
+    """Every named library build the registered backends' entry-point checks declare, by name, in declaration
+    order (``checks.entry_points(..., builds=...)``); a plug-in that fails to load is skipped (the registry
+    reports it). Raises :class:`LibraryConflictError` when two declarations share a name."""
+    found: dict[str, BuildSpec] = {}
+    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
+        try:
+            result = ep.load()()
+        except Exception:
+            continue
+        for item in getattr(result, "variants", result) or ():
+            for check in getattr(item, "checks", ()):
+                for build in check.data.get("builds", ()):
+                    if not isinstance(build, BuildSpec):
+                        continue
+                    if found.setdefault(build.name, build) != build:
+                        raise LibraryConflictError(
+                            f"two different builds are declared as {build.name!r} (the second by "
+                            f"{distribution_of(ep)} ({ep.name} = {ep.value}))",
+                            fix="give each build declaration its own name.",
+                        )
+    return found

@@ -11,13 +11,18 @@ from __future__ import annotations
 import importlib
 import importlib.metadata as md
 import importlib.util
+import inspect
 from typing import Any
 
 from moe_oracle.software.catalog import known_libraries
 from moe_oracle.software.types import LibraryBuild, LibrarySpec, SoftwareProfile
 
+_MISSING = object()
 
-def _resolve(module: Any, path: str) -> bool:
+
+def _resolve(module: Any, path: str) -> Any:
+    """The object at ``path`` under ``module`` (importing a submodule only when no attribute has the name),
+    else ``_MISSING``."""
     obj = module
     base = module.__name__
     for i, part in enumerate(path.split(".")):
@@ -28,8 +33,18 @@ def _resolve(module: Any, path: str) -> bool:
         try:
             obj = importlib.import_module(name)
         except Exception:
-            return False
-    return True
+            return _MISSING
+    return obj
+
+
+def _parameters(obj: Any) -> tuple[str, ...] | None:
+    """The parameter names of a Python function or class (read, never called); None for compiled objects."""
+    if not (inspect.isfunction(obj) or inspect.isclass(obj)):
+        return None
+    try:
+        return tuple(inspect.signature(obj).parameters)
+    except (TypeError, ValueError):
+        return None
 
 
 def _dist_for(top: str) -> str | None:
@@ -80,14 +95,16 @@ def probe_library(name: str, spec: LibrarySpec | None = None) -> LibraryBuild:
         dist = _dist_for(top)
         if import_path != top:
             dist = f"{dist or top} (vendored {import_path})"
-        paths = spec.symbol_paths
-        symbols = frozenset(s for s in spec.symbols if _resolve(module, paths.get(s, s)))
+        found = {s: _resolve(module, spec.symbol_paths.get(s, s)) for s in spec.symbols}
+        found = {s: obj for s, obj in found.items() if obj is not _MISSING}
+        params = {s: p for s, obj in sorted(found.items()) if (p := _parameters(obj)) is not None}
         return LibraryBuild(
             name=name,
             dist=dist,
             version=_version(module, _dist_for(top)),
             import_path=import_path,
-            symbols=symbols,
+            symbols=frozenset(found),
+            params=params,
             error="; ".join(errors) or None,
         )
     return LibraryBuild(name=name, present=False, error="; ".join(errors) or "not installed")

@@ -6,12 +6,14 @@ release's contents were inferred rather than read from its wheel, the ``note`` s
 
 from __future__ import annotations
 
+from moe_oracle.rules.build import BuildSpec
 from moe_oracle.software.catalog import (
     AITER_SYMBOLS,
     DEEP_GEMM_SYMBOLS,
     MORI_SYMBOLS,
     TORCH_SYMBOLS,
     core_libraries,
+    known_builds,
     known_libraries,
     merge_builds,
 )
@@ -49,9 +51,10 @@ def _profile_all() -> SoftwareProfile:
             "torch": LibraryBuild(name="torch", version="2.11", symbols=_TORCH),
             "deep_gemm": LibraryBuild(
                 name="deep_gemm",
-                dist="deep_gemm (PR #323 build) / sgl-deep-gemm / vLLM fork",
+                dist="every known DeepGEMM build (PR #323, nv_dev, sgl-deep-gemm, vLLM fork...)",
                 version=None,
                 symbols=frozenset(DEEP_GEMM_SYMBOLS),
+                builds=frozenset(n for n, b in known_builds().items() if b.library == "deep_gemm"),
             ),
             "aiter": LibraryBuild(
                 name="aiter",
@@ -79,6 +82,7 @@ def _profile_vllm_033() -> SoftwareProfile:
                 version="2.8.1",
                 import_path="vllm.third_party.deep_gemm",
                 symbols=_SM100_DG | {"nvfp4_mega_moe", "NVFP4SymmBuffer", "fp4_fp4_mega_moe"},
+                builds=frozenset({"vllm-deepgemm-2.8.1"}),
                 note="vllm-0.33.md §5: include/impls has sm100_*mega_moe*.cuh only; no SM90 mega kernel",
             ),
             "aiter": LibraryBuild(
@@ -111,6 +115,7 @@ def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
         symbols=vendored.symbols
         | _SM90_FP8_DG
         | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4"},
+        builds=frozenset({"deepgemm-pr323", "vllm-deepgemm-2.8.1"}),
         note="kernels.md §0: SM90 FP8xFP4 only in PR #323/#411 builds; vllm-0.33.md §5.1 site-packages first",
     )
     libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist="moe-oracle (vLLM plug-in)", version=None)
@@ -135,6 +140,7 @@ def _profile_sglang_0523() -> SoftwareProfile:
                 dist="sgl-deep-gemm",
                 version="0.2.3.post2",
                 symbols=_SM100_DG | _SM90_FP8_DG | {"nvfp4_mega_moe", "SymmBuffer"},
+                builds=frozenset({"sgl-deep-gemm-0.2.3.post2"}),
                 note="kernels.md §1/§5: no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release; the 0.2.3.post2 "
                 "wheel's deep_gemm/mega/__init__.py has SymmBuffer(mma_type=...) and nvfp4_mega_moe",
             ),
@@ -157,19 +163,45 @@ _FACTORIES = {
     "none": _profile_none,
 }
 
-#: Names accepted by ``--software`` besides ``installed``.
+#: The engine-release profiles accepted by ``--software`` besides ``installed`` (see also :func:`profile_names`).
 NAMED_PROFILES: tuple[str, ...] = tuple(_FACTORIES)
+
+
+def _profile_build(build: BuildSpec) -> SoftwareProfile:
+    """One library build alone (with a torch that has symmetric memory): what ``select`` says with only it installed."""
+    return SoftwareProfile(
+        name=build.name,
+        description=f"{build.label}, alone (moe-oracle list builds shows its sources and limits).",
+        libraries={
+            "torch": LibraryBuild(name="torch", version=None, symbols=_TORCH),
+            build.library: LibraryBuild(
+                name=build.library,
+                dist=build.title,
+                symbols=build.symbols,
+                builds=frozenset({build.name}),
+                note=build.note or None,
+            ),
+        },
+    )
+
+
+def profile_names() -> tuple[str, ...]:
+    """Every name ``--software`` accepts besides ``installed``: the engine releases, then one per declared library
+    build (:func:`~moe_oracle.software.catalog.known_builds`)."""
+    return NAMED_PROFILES + tuple(n for n in known_builds() if n not in _FACTORIES)
 
 
 def named_profile(name: str) -> SoftwareProfile | None:
     """The named profile, or None when the name is unknown.
 
     The profile's own libraries, plus the entries the registered backend packages declare for it
-    (``LibrarySpec.profiles``; in ``all`` every declared library with all its entry points).
+    (``LibrarySpec.profiles``; in ``all`` every declared library with all its entry points). A declared
+    build's name gives that build alone.
     """
     factory = _FACTORIES.get(name)
     if factory is None:
-        return None
+        build = known_builds().get(name)
+        return _profile_build(build) if build is not None else None
     profile = factory()
     libraries = dict(profile.libraries)
     core = core_libraries()

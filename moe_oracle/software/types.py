@@ -17,7 +17,10 @@ class LibraryBuild(BaseModel):
     ``name`` is the logical library (``deep_gemm``, ``aiter``, ``mori``, ``flydsl``, ``torch``,
     ``vllm``, ``sglang``, ``flashinfer``); ``dist`` the distribution providing it
     (``sgl-deep-gemm``, ``vllm (vendored deep_gemm)``); ``symbols`` the entry points present.
-    A failed import keeps ``present=False`` and the error text.
+    ``params``: for probed entry points that are Python functions, their parameter names (how builds
+    that share a name are told apart). ``builds``: the named builds a described profile entry stands
+    for (:class:`~moe_oracle.rules.build.BuildSpec` names); empty for a probed library, whose build is
+    recognised from the rest. A failed import keeps ``present=False`` and the error text.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -28,12 +31,14 @@ class LibraryBuild(BaseModel):
     version: str | None = None
     import_path: str | None = None
     symbols: frozenset[str] = frozenset()
+    params: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    builds: frozenset[str] = frozenset()
     error: str | None = None
     note: str | None = None
 
-    @field_serializer("symbols")
-    def _sorted_symbols(self, symbols: frozenset[str]) -> list[str]:
-        return sorted(symbols)  # stable JSON, whatever the hash seed
+    @field_serializer("symbols", "builds")
+    def _sorted_names(self, names: frozenset[str]) -> list[str]:
+        return sorted(names)  # stable JSON, whatever the hash seed
 
     def has(self, symbol: str) -> bool:
         return self.present and symbol in self.symbols

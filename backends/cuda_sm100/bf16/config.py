@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
+from moe_oracle_backends._deep_gemm_builds import BUILDS
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
@@ -39,6 +40,7 @@ VARIANT = VariantSpec(
         sm100_activation(),
         c.entry_points(
             "deep_gemm",
+            builds=BUILDS,
             all_of=("bf16_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="DeepGEMM >= 2.4.2 or vLLM >= 0.33 (vendored)",
             sources=("kernels.md §1",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
+from moe_oracle_backends._deep_gemm_builds import BUILDS
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
@@ -55,6 +56,7 @@ VARIANT = VariantSpec(
         sm100_activation(("swiglu", "situ")),
         c.entry_points(
             "deep_gemm",
+            builds=BUILDS,
             all_of=("fp8_fp4_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="DeepGEMM with mma_type fp8xfp8 (vLLM's fork, vLLM >= 0.33 vendored)",
             sources=("kernels.md §1 forks",),

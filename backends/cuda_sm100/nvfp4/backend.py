@@ -5,6 +5,11 @@ API (vLLM 0.33 §2.1/§2.6/§2.8/§5.2; vllm-project/DeepGEMM ``deep_gemm/mega/n
 ``topk_idx``, ``topk_weights``), ``nvfp4_mega_moe(y, l1, l2, buf, activation_clamp=L,
 l1_alpha=w13_weight_scale_2 [E], l2_alpha=w2_weight_scale_2 * l2_activation_scale [E],
 l2_activation_scale=max(w2_input_scale), use_x_scales=True)``.
+
+Staging (``StagingSpec.declared(VARIANT)``, bit-exact to ``moe_oracle.numerics``): SM100 DeepGEMM
+``nvfp4_mega_moe(use_x_scales=True)``: ``buf.x`` packed E2M1 ``[T, H/2]``, ``buf.x_sf`` int32 ``[T,
+H/64]`` (E4M3 per 16, four per int32), ``buf.x_scales`` fp32 ``[T]`` = max(amax, 1e-12)/2688 (vLLM 0.33
+§2.8).
 """
 
 from __future__ import annotations
@@ -15,14 +20,13 @@ from moe_oracle.runtime.errors import BackendUnavailableError
 from moe_oracle.runtime.vendor import has_attr
 
 from ..._deep_gemm_layer import DeepGemmMegaMoE
-from . import staging, weights
+from . import weights
 from .config import VARIANT
 
 
 class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
     WEIGHTS = weights
-    STAGING = staging
     KERNEL = "nvfp4_mega_moe"
     BUFFER_FNS = ("NVFP4SymmBuffer",)
     BUFFER_KWARGS: ClassVar[dict] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm100_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
+from moe_oracle_backends._deep_gemm_builds import BUILDS
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
@@ -49,6 +50,7 @@ VARIANT = VariantSpec(
         sm100_activation(),
         c.entry_points(
             "deep_gemm",
+            builds=BUILDS,
             all_of=("nvfp4_mega_moe",),
             any_of=("NVFP4SymmBuffer", "SymmBuffer"),
             provided_by="vLLM's DeepGEMM fork (vendored in vLLM >= 0.33: NVFP4SymmBuffer) or sgl-deep-gemm "

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
+from moe_oracle_backends._deep_gemm_builds import BUILDS
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import ReasonCode, VariantSpec
@@ -72,6 +73,7 @@ VARIANT = VariantSpec(
         sm90_activation(),
         c.entry_points(
             "deep_gemm",
+            builds=BUILDS,
             all_of=("fp8_fp4_mega_moe", "_C.fp8_fp4_mega_moe_sm90"),
             any_of=("get_symm_buffer_for_mega_moe", "get_symm_buffer_for_sm90_mega_moe"),
             provided_by="a DeepGEMM build with the SM90 FP8xFP4 kernel (PR #323/#411; no release has it)",

@@ -6,6 +6,11 @@ use_fp8_dispatch=True)`` (or ``get_symm_buffer_for_mega_moe``, which dispatches 
 ``fp8_mega_moe(y, l1, l2, buf, recipe=(128, 128, 128), activation='swiglu', activation_clamp=L)``.
 The SM90 buffer always uses torch symmetric memory, so EP=1 runs on a 1-rank process group
 (``TORCH_SYMM_MEM_DISABLE_MULTICAST=1`` set by default, as h200.md did).
+
+Staging (``StagingSpec.declared(VARIANT)``, bit-exact to ``moe_oracle.numerics``): SM90 DeepGEMM
+``fp8_mega_moe``: ``buf.x`` E4M3 ``[T, H]``, ``buf.x_sf`` FP32 ``[T, H/128]`` (amax/448 per 128,
+``per_token_cast_to_fp8(x, use_ue8m0=False, gran_k=128)`` as
+``sgl_deep_gemm/tests/test_mega_moe_hopper.py`` stages it).
 """
 
 from __future__ import annotations
@@ -13,14 +18,13 @@ from __future__ import annotations
 from typing import ClassVar
 
 from ..._deep_gemm_layer import DeepGemmMegaMoE
-from . import staging, weights
+from . import weights
 from .config import VARIANT
 
 
 class Sm90Fp8MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
     WEIGHTS = weights
-    STAGING = staging
     KERNEL = "fp8_mega_moe"
     BUFFER_FNS = ("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe")
     BUFFER_KWARGS: ClassVar[dict] = {}

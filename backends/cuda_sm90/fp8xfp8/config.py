@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
+from moe_oracle_backends._deep_gemm_builds import BUILDS
 
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
@@ -91,6 +92,7 @@ VARIANT = VariantSpec(
         sm90_activation(),
         c.entry_points(
             "deep_gemm",
+            builds=BUILDS,
             all_of=("fp8_mega_moe",),
             any_of=("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="sgl-deep-gemm >= 0.2.0, DeepGEMM nv_dev, or a DeepGEMM PR #323 build",

@@ -6,6 +6,9 @@ API (ROCm/aiter ``aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py`` @ e404860; 
 ``MegaMoEV2(rank, world_size, model_dim, inter_dim, experts, topk, quant, w1, w1_scale, w2,
 w2_scale, max_tok_per_rank, swiglu_limit)``, ``forward(x_bf16, wts fp32 [T, k], topk_ids int32
 [T, k])`` -> BF16 ``[T, H]``; MoRI shmem initialized on a registered process group first.
+
+Staging (``StagingSpec.declared(VARIANT)``, bit-exact to ``moe_oracle.numerics``): AITER
+``MegaMoEV2(quant='a4w4')``: BF16 x (quantized to MXFP4 in the kernel), fp32 weights, int32 ids.
 """
 
 from __future__ import annotations
