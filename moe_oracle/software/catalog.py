@@ -18,7 +18,7 @@ from moe_oracle.software.types import LibraryBuild, LibrarySpec
 #: DeepGEMM entry points relevant to mega-MoE, by meaning.
 DEEP_GEMM_SYMBOLS: dict[str, str] = {
     "fp8_fp4_mega_moe": "FP8 x FP4 mega-MoE front end (SM100; SM90 in PR #323 builds)",
-    "_C.fp8_fp4_mega_moe_sm90": "SM90 FP8 x MXFP4 kernel (DeepGEMM PR #323/#411 and forks only)",
+    "_C.fp8_fp4_mega_moe_sm90": "SM90 FP8 x MXFP4 kernel (DeepGEMM PR #323 and forks only)",
     "transform_weights_for_mega_moe_sm90_fp4": "SM90 FP4 weight transform (PR #323)",
     "fp8_mega_moe": "SM90 FP8 x FP8 block-128 mega-MoE (sgl-deep-gemm >= 0.2.0, upstream nv_dev)",
     "mega_moe_pre_dispatch_sm90": "SM90 fused activation staging",

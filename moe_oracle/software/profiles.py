@@ -116,7 +116,8 @@ def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
         | _SM90_FP8_DG
         | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4"},
         builds=frozenset({"deepgemm-pr323", "vllm-deepgemm-2.8.1"}),
-        note="kernels.md §0: SM90 FP8xFP4 only in PR #323/#411 builds; vllm-0.33.md §5.1 site-packages first",
+        note="kernels.md §0: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds (PR #411 names its kernel "
+        "fp8_mxfp4_mega_moe); vllm-0.33.md §5.1 site-packages first",
     )
     libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist="moe-oracle (vLLM plug-in)", version=None)
     return SoftwareProfile(

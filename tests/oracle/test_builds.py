@@ -174,3 +174,23 @@ def test_list_builds_json():
     assert "ep <= 64" in rows["deepgemm-pr411"]["limits beyond the variants' checks"]
     assert rows["sgl-deep-gemm-0.2.5"]["token alignment"] == "sm90 128, sm100 1920"
     assert "num_tokens_bound" in rows["sgl-deep-gemm-0.2.5"]["recognised by"]
+
+
+def test_a_probed_library_is_judged_by_the_build_it_is_recognised_as():
+    """What `--software installed` sees (no build names, only evidence): recognised, then held to its limits."""
+    from moe_oracle.inputs import DeploymentFlags, build_deployment
+    from moe_oracle.selection import decide
+    from moe_oracle.software.types import SoftwareProfile
+
+    seen = dict(EVIDENCE[1][0])
+    seen["symbols"] = set(known_builds()["sgl-deep-gemm-0.2.5"].symbols)
+    installed = SoftwareProfile(
+        name="installed",
+        libraries={"torch": named_profile("all").libraries["torch"], "deep_gemm": _lib(**seen)},
+    )
+    dep, _ = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))
+    fits, wide = (decide(_glm_like(i), dep, installed).groups[0] for i in (2048, 4608))
+    assert fits.chosen is not None and fits.chosen.spec.key == SM90_FP8
+    c = next(c for c in wide.candidates if c.spec.key == SM90_FP8)
+    assert [r.code for r in c.failures] == [ReasonCode.SHAPE_UNSUPPORTED]
+    assert "sgl-deep-gemm 0.2.5" in c.failures[0].message

@@ -113,3 +113,25 @@ def test_real_kernel_matches_twin(model, variant, tokens, specs):
     assert calc_diff(y_real[rows], ref) < REF_TOL[act]
     # repeated calls give the same result (buffers are reused, nothing leaks between calls)
     assert calc_diff(real(x, ids, w).float(), y_real) < 1e-6
+
+
+def test_the_installed_deepgemm_build_is_recognised_and_its_limits_refuse_before_allocation(specs):
+    """The SM90 layer names the build it found; a shape only that build refuses fails at build time, by its rule."""
+    from moe_oracle.runtime.errors import LayerInputError
+    from moe_oracle.software.probe import probe_library
+
+    lib = probe_library("deep_gemm")
+    if not lib.has("_C.fp8_fp4_mega_moe_sm90"):
+        pytest.skip(f"not a DeepGEMM PR #323 build: {lib.dist} {lib.version} ({lib.error or 'no SM90 FP8xFP4'})")
+    spec = specs["sm90_fp8xfp8"]
+    g = resolve_model("zai-org/GLM-5-FP8").main_group
+    try:
+        layer = build_layer(spec.key, LayerConfig(group=g, max_tokens_per_rank=64, device="cuda"))
+    except BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+    assert layer.build == "deepgemm-pr323"
+    wide = g.model_copy(update={"moe_intermediate_size": 4608})  # nv_dev has no cap; PR #323 asserts I <= 4096
+    free = torch.cuda.mem_get_info()[0]
+    with pytest.raises(LayerInputError, match=r"DeepGEMM PR #323 .*moe_intermediate_size=4608 exceeds 4096"):
+        build_layer(spec.key, LayerConfig(group=wide, max_tokens_per_rank=64, device="cuda"))
+    assert torch.cuda.mem_get_info()[0] >= free - (1 << 20)  # refused before any buffer was allocated

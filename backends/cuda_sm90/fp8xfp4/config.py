@@ -76,7 +76,8 @@ VARIANT = VariantSpec(
             builds=BUILDS,
             all_of=("fp8_fp4_mega_moe", "_C.fp8_fp4_mega_moe_sm90"),
             any_of=("get_symm_buffer_for_mega_moe", "get_symm_buffer_for_sm90_mega_moe"),
-            provided_by="a DeepGEMM build with the SM90 FP8xFP4 kernel (PR #323/#411; no release has it)",
+            provided_by="a DeepGEMM PR #323 build (no release has the SM90 FP8xFP4 kernel; PR #411 names its own "
+            "kernel fp8_mxfp4_mega_moe, which moe-oracle does not call)",
             sources=("kernels.md §0, §9",),
         ),
         c.env_unset(
