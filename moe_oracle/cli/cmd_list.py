@@ -19,7 +19,7 @@ def build_row(build: BuildSpec) -> dict[str, object]:
         "library": build.library,
         "provenance": build.provenance.value,
         "recognised by": build.recognised_by,
-        "token alignment": ", ".join(f"{a} {n}" for a, n in build.token_alignment.items()) or "-",
+        "token alignment": build.alignment_text,
         "limits beyond the variants' checks": "; ".join(limits) or "-",
         "source": build.ref,
     }

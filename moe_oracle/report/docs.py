@@ -13,7 +13,7 @@ from moe_oracle.registry import Registry
 from moe_oracle.report.markdown import generated_header, md_table
 from moe_oracle.report.matrix import Matrix
 from moe_oracle.rules import Check, Engine, ReasonCode
-from moe_oracle.rules.build import BuildSpec
+from moe_oracle.rules.build import BuildSpec, builds_named_by
 from moe_oracle.rules.engine import EngineProfile, EngineSupport
 
 DOCS_COMMAND = "moe-oracle matrix --docs docs"
@@ -108,10 +108,8 @@ def render_variants(registry: Registry, profiles: list[EngineProfile], command: 
 def _builds_section(registry: Registry) -> list[str]:
     """Every library build the variants' entry-point checks name: provenance, recognition, extra limits."""
     builds: dict[str, BuildSpec] = {}
-    for v in registry.variants:
-        for check in v.checks:
-            for b in check.data.get("builds", ()):
-                builds.setdefault(b.name, b)
+    for b in builds_named_by(registry.variants):
+        builds.setdefault(b.name, b)
     if not builds:
         return []
     lines = ["", '<a id="library-builds"></a>', "", "## Library builds", ""]
@@ -131,7 +129,7 @@ def _builds_section(registry: Registry) -> list[str]:
                 ["provenance", f"{b.provenance.value}: {b.provenance.caveat}"],
                 ["source", b.ref],
                 ["recognised by", b.recognised_by or "-"],
-                ["token alignment", ", ".join(f"{a}: {n}" for a, n in b.token_alignment.items()) or "-"],
+                ["token alignment", b.alignment_text],
                 ["notes", b.note or "-"],
             ],
         )

@@ -16,7 +16,7 @@ profile exports the kernel and meets its limits. Torch-free and import-free.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -105,6 +105,11 @@ class BuildSpec:
         return f"{self.title} ({self.provenance.caveat})"
 
     @property
+    def alignment_text(self) -> str:
+        """``token_alignment`` as text (``sm90 128, sm100 1920``; ``-`` when not declared)."""
+        return ", ".join(f"{arch} {n}" for arch, n in self.token_alignment.items()) or "-"
+
+    @property
     def recognised_by(self) -> str:
         """The recognition conditions as text (``dist sgl-deep-gemm; version ==0.2.5; f(p, ...)``)."""
         seen = [
@@ -154,6 +159,22 @@ def builds_present(lib: LibraryBuild, builds: Iterable[BuildSpec]) -> list[Build
     return [hit] if hit is not None else []
 
 
+def limits_finding(candidates: Iterable[BuildSpec], all_of: tuple[str, ...], scenario: object) -> Finding | None:
+    """None when no candidate is given or one meets its limits for ``all_of``; else, per candidate, the first
+    limit it breaks (the finding carries that limit's code and remediation)."""
+    failures: list[tuple[BuildSpec, Reason]] = []
+    for build in candidates:
+        reasons = build.limit_reasons(all_of, scenario)
+        if not reasons:
+            return None
+        failures.append((build, reasons[0]))
+    if not failures:
+        return None
+    text = "; ".join(f"{b.label} runs {all_of[0]} only with {r.rule}: {r.message}" for b, r in failures)
+    first = failures[0][1]
+    return Finding(text, remediation=first.remediation, code=first.code)
+
+
 def build_finding(
     lib: LibraryBuild,
     builds: Iterable[BuildSpec],
@@ -166,25 +187,12 @@ def build_finding(
     present = builds_present(lib, builds)
     if lib.builds:  # a described profile: only the builds that export the kernel are candidates
         present = [b for b in present if b.exports(all_of, any_of)]
-    if not present:
-        return None
-    failures: list[tuple[BuildSpec, list[Reason]]] = []
-    for build in present:
-        reasons = build.limit_reasons(all_of, scenario)
-        if not reasons:
-            return None
-        failures.append((build, reasons))
-    text = "; ".join(f"{b.label} runs {all_of[0]} only with {r[0].rule}: {r[0].message}" for b, r in failures)
-    first = failures[0][1][0]
-    return Finding(text, remediation=first.remediation, code=first.code)
+    return limits_finding(present, all_of, scenario)
 
 
-def limit_failure(
-    lib: LibraryBuild, builds: Iterable[BuildSpec], entry_points: tuple[str, ...], scenario: object
-) -> tuple[BuildSpec, Reason] | None:
-    """``(build, reason)`` for the first limit the recognised build of a probed ``lib`` breaks, else None."""
-    for build in builds_present(lib, builds):
-        reasons = build.limit_reasons(entry_points, scenario)
-        if reasons:
-            return build, reasons[0]
-    return None
+def builds_named_by(variants: Iterable[object]) -> Iterator[BuildSpec]:
+    """The builds the variants' entry-point checks name (``checks.entry_points(..., builds=...)``), in order,
+    with repeats (anything without checks is passed over)."""
+    for variant in variants:
+        for check in getattr(variant, "checks", ()):
+            yield from (b for b in check.data.get("builds", ()) if isinstance(b, BuildSpec))

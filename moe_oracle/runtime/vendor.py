@@ -17,6 +17,7 @@ from moe_oracle.runtime.errors import BackendUnavailableError
 
 if TYPE_CHECKING:
     from moe_oracle.rules import VariantSpec
+    from moe_oracle.rules.build import BuildSpec
 
 #: CUDA compute-capability major of each NVIDIA architecture the declarations name.
 _CUDA_MAJOR = {"sm90": 9, "sm100": 10, "sm103": 10, "sm120": 12}
@@ -30,14 +31,14 @@ class DeclaredEntryPoints:
     all_of: tuple[str, ...] = ()
     any_of: tuple[str, ...] = ()
     provided_by: str = ""
-    builds: tuple[Any, ...] = ()  # the BuildSpecs that provide them (most specific first)
+    builds: tuple[BuildSpec, ...] = ()  # the builds that provide them (most specific first)
 
 
 def declared_entry_points(spec: VariantSpec, library: str) -> DeclaredEntryPoints:
     """The entry points ``spec`` declares for ``library`` (all of its entry-point checks merged)."""
     all_of: list[str] = []
     any_of: list[str] = []
-    builds: list[Any] = []
+    builds: list[BuildSpec] = []
     provided_by = ""
     for check in spec.checks:
         if check.data.get("library") != library:
@@ -59,22 +60,19 @@ def require_build_limits(declared: DeclaredEntryPoints, scenario: Any, *, key: s
     :class:`~moe_oracle.runtime.errors.LayerInputError` when ``scenario`` (a ``LayerScenario``) breaks one of
     its limits for the entry points this layer calls, before anything is allocated. Returns the build's name
     (None when no declared build is recognised: the entry points alone were checked)."""
-    from moe_oracle.rules.build import builds_present, limit_failure
+    from moe_oracle.rules.build import builds_present, limits_finding
     from moe_oracle.runtime.errors import LayerInputError
     from moe_oracle.software.probe import probe_library
 
     if not declared.builds:
         return None
-    lib = probe_library(declared.library)
-    failure = limit_failure(lib, declared.builds, declared.all_of, scenario)
-    if failure is not None:
-        build, reason = failure
+    present = builds_present(probe_library(declared.library), declared.builds)
+    finding = limits_finding(present, declared.all_of, scenario)
+    if finding is not None:  # limits_finding carries the broken limit's code and remediation
         raise LayerInputError(
-            f"{key}: the installed {declared.library} is {build.label}; it runs {declared.all_of[0]} only with "
-            f"{reason.rule}: {reason.message} ({reason.code.value})",
-            fix=reason.remediation,
+            f"{key}: the installed {declared.library} is {finding.message} ({finding.code.value})",  # type: ignore[union-attr]
+            fix=finding.remediation or "",
         )
-    present = builds_present(lib, declared.builds)
     return present[0].name if present else None
 
 

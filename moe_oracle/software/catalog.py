@@ -12,7 +12,7 @@ import functools
 from importlib.metadata import EntryPoint, entry_points
 
 from moe_oracle.errors import OracleError
-from moe_oracle.rules.build import BuildSpec
+from moe_oracle.rules.build import BuildSpec, builds_named_by
 from moe_oracle.software.types import LibraryBuild, LibrarySpec
 
 #: DeepGEMM entry points relevant to mega-MoE, by meaning.
@@ -145,6 +145,19 @@ def distribution_of(ep: EntryPoint) -> str:
 
 
 @functools.lru_cache(maxsize=1)
+def _backend_packages() -> tuple[tuple[EntryPoint, object], ...]:
+    """Each ``moe_oracle.backends`` entry point with what it returns, in name order; one that fails to load is
+    left out (a broken plug-in must not take the probe down; the registry reports it)."""
+    loaded = []
+    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
+        try:
+            loaded.append((ep, ep.load()()))
+        except Exception:
+            continue
+    return tuple(loaded)
+
+
+@functools.lru_cache(maxsize=1)
 def known_libraries() -> dict[str, LibrarySpec]:
     """This catalogue plus the libraries the ``moe_oracle.backends`` entry points declare (core first).
 
@@ -154,13 +167,9 @@ def known_libraries() -> dict[str, LibrarySpec]:
     """
     libraries = core_libraries()
     origin = dict.fromkeys(libraries, "moe-oracle (moe_oracle.software.catalog)")
-    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
-        try:
-            declared = tuple(getattr(ep.load()(), "libraries", ()))
-        except Exception:  # a broken plug-in must not take the probe down
-            continue
+    for ep, package in _backend_packages():
         here = f"{distribution_of(ep)} ({ep.name} = {ep.value})"
-        for lib in declared:
+        for lib in getattr(package, "libraries", ()):
             if not isinstance(lib, LibrarySpec):
                 continue
             if lib.name not in libraries:
@@ -182,20 +191,12 @@ def known_builds() -> dict[str, BuildSpec]:
     order (``checks.entry_points(..., builds=...)``); a plug-in that fails to load is skipped (the registry
     reports it). Raises :class:`LibraryConflictError` when two declarations share a name."""
     found: dict[str, BuildSpec] = {}
-    for ep in sorted(entry_points(group=BACKENDS_GROUP), key=lambda e: e.name):
-        try:
-            result = ep.load()()
-        except Exception:
-            continue
-        for item in getattr(result, "variants", result) or ():
-            for check in getattr(item, "checks", ()):
-                for build in check.data.get("builds", ()):
-                    if not isinstance(build, BuildSpec):
-                        continue
-                    if found.setdefault(build.name, build) != build:
-                        raise LibraryConflictError(
-                            f"two different builds are declared as {build.name!r} (the second by "
-                            f"{distribution_of(ep)} ({ep.name} = {ep.value}))",
-                            fix="give each build declaration its own name.",
-                        )
+    for ep, package in _backend_packages():
+        for build in builds_named_by(getattr(package, "variants", package) or ()):
+            if found.setdefault(build.name, build) != build:
+                raise LibraryConflictError(
+                    f"two different builds are declared as {build.name!r} (the second by "
+                    f"{distribution_of(ep)} ({ep.name} = {ep.value}))",
+                    fix="give each build declaration its own name.",
+                )
     return found

@@ -131,6 +131,7 @@ def test_every_reader_is_hardened(tmp_path, kind, needle, reader):
         (["--domain-size", "64"], ["--domain-size 64", "b200", "(8 GPUs)", "gb200"]),
         (["--domain-size", "16"], ["--domain-size 16"]),
         (["--engine", "vllm", "--software", "sglang-0.5.23"], ["contradicts --software sglang-0.5.23"]),
+        (["--software", "deepgemm-pr999"], ["'deepgemm-pr999' is not a known software profile", "deepgemm-pr323"]),
         (["--no-convert", "--allow-lossy-conversion"], ["--no-convert contradicts --allow-lossy-conversion"]),
         (["--tp", "100000"], ["--tp 100000", "Fix: use --tp in 1..65536"]),
         (["--tp", "0"], ["--tp", "Fix: pass a value inside that range"]),

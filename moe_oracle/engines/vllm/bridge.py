@@ -131,22 +131,14 @@ def checkpoint_experts(
     global scale per expert, so they must be equal (vLLM's native mega loader refuses the same way).
     """
     fmt = quant.format
-    if fmt is WeightFormat.MXFP4:
+    scale = {WeightFormat.MXFP4: "weight_scale", WeightFormat.FP8_BLOCK: "weight_scale_inv"}.get(fmt)
+    if scale is not None:  # Mxfp4MoEMethod / Fp8MoEMethod: values and one block-scale tensor per projection
         return CheckpointExperts(
             quant,
             params["w13_weight"],
             params["w2_weight"],
-            params["w13_weight_scale"],
-            params["w2_weight_scale"],
-            first_expert=first_expert,
-        )
-    if fmt is WeightFormat.FP8_BLOCK:
-        return CheckpointExperts(
-            quant,
-            params["w13_weight"],
-            params["w2_weight"],
-            params["w13_weight_scale_inv"],
-            params["w2_weight_scale_inv"],
+            params[f"w13_{scale}"],
+            params[f"w2_{scale}"],
             first_expert=first_expert,
         )
     if fmt is WeightFormat.NVFP4:
