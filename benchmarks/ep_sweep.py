@@ -40,14 +40,14 @@ import torch.distributed as dist
 from _timing import time_us
 from moe_oracle_backends.cuda_sm90.nonfused.layer import fp8_g128_roundtrip
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters, scaled_group
 from moe_oracle.runtime.ep import ep_moe, ep_moe_fixed, reference_expert_fn
 from moe_oracle.runtime.quantize import dequantize_experts, quantize_experts, select_experts
-from moe_oracle.selection import decide
 
 TOKENS = (1, 8, 32, 128, 512, 2048, 8192)
 #: shared/reference/seeds/000: 8 x H200, sm90_fp8xfp4, DeepSeek-V4.1-Flash shape (H 5120, I 2304, 384 experts),

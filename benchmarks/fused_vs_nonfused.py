@@ -37,7 +37,8 @@ import torch
 from _timing import copy_bandwidth, time_us
 from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import QuantSpec
@@ -45,7 +46,6 @@ from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_mo
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.converting_layer import ConvertingLayer
 from moe_oracle.runtime.quantize import quantize_experts
-from moe_oracle.selection import decide
 
 TOKENS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
 FP8_PEAK = {"NVIDIA H200": 1979e12}

@@ -35,10 +35,10 @@ from fit_cost_model import calibrations
 
 from moe_oracle.cost.calibration import load_calibrations
 from moe_oracle.cost.model import Workload, estimate_us, interpolate
+from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import QuantSpec
-from moe_oracle.selection import decide
 
 FUSED = "deep_gemm_mega_moe:sm90_fp8xfp8"
 NONFUSED = ("nonfused:deepgemm_fp8_psum", "nonfused:deepgemm_fp8_m_indices")

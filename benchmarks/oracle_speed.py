@@ -15,12 +15,12 @@ import subprocess
 import sys
 import time
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.loader import list_presets
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.registry import load_registry
-from moe_oracle.selection import decide
 
 DECIDE_TARGET_MS = 2.0
 CLI_TARGET_S = 0.5

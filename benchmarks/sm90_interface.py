@@ -27,7 +27,8 @@ import importlib
 import torch
 from _timing import copy_bandwidth, time_us
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import ModelDescription, QuantSpec
@@ -37,7 +38,6 @@ from moe_oracle.runtime.build import build_layer, build_layer_for_decision
 from moe_oracle.runtime.layouts import INTERLEAVE_GRAN, LOAD_CHUNK_EXPERTS, _gate_up_split, _permute_rows
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.runtime.vendor import resolve_attr as _resolve
-from moe_oracle.selection import decide
 
 #: (model shape, routed-expert format): both SM90 variants at both full expert shapes; a format that is not
 #: the checkpoint's (V4-Flash in FP8, GLM-5 in MXFP4) stands for an FP8 conversion / a hypothetical export.

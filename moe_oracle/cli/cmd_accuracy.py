@@ -123,8 +123,8 @@ def accuracy(
 
 
 def _accuracy_classes() -> dict[str, str]:
-    """``backend:variant`` -> accuracy class, from the declarations (see :mod:`moe_oracle.accuracy_class`)."""
-    from moe_oracle.accuracy_class import accuracy_class
+    """``backend:variant`` -> accuracy class, from the declarations (see :mod:`moe_oracle.decide.accuracy_class`)."""
+    from moe_oracle.decide.accuracy_class import accuracy_class
     from moe_oracle.registry import load_registry
 
     return {spec.key: accuracy_class(spec) for spec in load_registry().variants}

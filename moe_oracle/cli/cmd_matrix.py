@@ -53,8 +53,8 @@ def matrix(**kw: Any) -> None:
         _write_docs(docs_dir, kw)
         return
 
-    from moe_oracle.advisories import load_advisories
     from moe_oracle.cli.options import env_from
+    from moe_oracle.decide.advisories import load_advisories
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios, split_list
 

@@ -68,10 +68,10 @@ ENGINES = [e.value for e in Engine]
 @click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
-    from moe_oracle.advisories import load_advisories
-    from moe_oracle.question import ConversionOptions
-    from moe_oracle.record import decision_to_json, load_record, replay_inputs
-    from moe_oracle.selection import Override, decide
+    from moe_oracle.decide.advisories import load_advisories
+    from moe_oracle.decide.question import ConversionOptions
+    from moe_oracle.decide.record import decision_to_json, load_record, replay_inputs
+    from moe_oracle.decide.selection import Override, decide
 
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")

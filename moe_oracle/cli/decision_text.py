@@ -10,9 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from moe_oracle.cli.console import console, print_table
+from moe_oracle.decide.selection import Candidate, Decision, GroupDecision
 from moe_oracle.model.types import layer_span
 from moe_oracle.rules import ReasonCode
-from moe_oracle.selection import Candidate, Decision, GroupDecision
 
 
 def _group_title(g: GroupDecision) -> str:

@@ -1,6 +1,6 @@
 """Build a :class:`LaunchPlan` from deployment flags: decide, propose replicas, hand off to the engine.
 
-The decision is :func:`moe_oracle.selection.decide` with the target engine's semantics. When
+The decision is :func:`moe_oracle.decide.selection.decide` with the target engine's semantics. When
 the requested expert-parallel group crosses an NVLink/XGMI domain, the same model is decided
 again on one domain-sized replica (e.g. DP8+EP8 instead of DP16+EP16); the replica layout is
 adopted when it runs a fused backend that the requested layout cannot (seeds/000: two DP8+EP8
@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
-from moe_oracle.question import ConversionOptions
 from moe_oracle.rules import Engine, ReasonCode
-from moe_oracle.selection import Decision, Override, decide
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 
@@ -225,9 +225,9 @@ def _domain_reasons(decision: Decision) -> list[str]:
 
 
 def build_plan(req: PlanRequest) -> LaunchPlan:
-    from moe_oracle.advisories import load_advisories
+    from moe_oracle.decide.advisories import load_advisories
+    from moe_oracle.decide.record import decision_to_json
     from moe_oracle.model.resolve import resolve_model
-    from moe_oracle.record import decision_to_json
 
     eng = engine_module(req.engine)
     description = resolve_model(req.model)

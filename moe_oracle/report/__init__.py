@@ -1,6 +1,6 @@
 """The capability matrix and the generated reference docs.
 
-:func:`~moe_oracle.report.matrix.build_matrix` calls :func:`moe_oracle.selection.decide` once per
+:func:`~moe_oracle.report.matrix.build_matrix` calls :func:`moe_oracle.decide.selection.decide` once per
 scenario (model, device, topology, engine, software) and reads every candidate's verdict, so
 each cell agrees with ``moe-oracle select`` by construction. The renderers turn one
 :class:`~moe_oracle.report.matrix.Matrix` into a terminal table, markdown, JSON or a

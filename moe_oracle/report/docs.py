@@ -32,7 +32,7 @@ def docs_registry() -> Registry:
 
 def docs_matrix() -> Matrix:
     """The default matrix over moe-oracle's own variants, with no shell environment."""
-    from moe_oracle.advisories import load_advisories
+    from moe_oracle.decide.advisories import load_advisories
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios
 
@@ -165,7 +165,7 @@ def _anchor(text: str) -> str:
 
 def emitters(registry: Registry, profiles: list[EngineProfile]) -> dict[ReasonCode, list[str]]:
     """Who can emit each reason code: variants (by their checks), engine gates, advisories."""
-    from moe_oracle.advisories import bundled_advisories
+    from moe_oracle.decide.advisories import bundled_advisories
 
     found: dict[ReasonCode, list[str]] = {code: [] for code in ReasonCode}
 

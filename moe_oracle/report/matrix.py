@@ -1,4 +1,4 @@
-"""Build the capability matrix from :func:`~moe_oracle.selection.decide`, one call per scenario.
+"""Build the capability matrix from :func:`~moe_oracle.decide.selection.decide`, one call per scenario.
 
 A cell is (variant, scenario), judged on the model's main layer group (``layer_groups[0]``);
 it also keeps the variant's verdict on every other layer group. A cell is ``supported``
@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from moe_oracle.advisories import Advisory
+from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.selection import Candidate, Decision, decide
 from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
-from moe_oracle.selection import Candidate, Decision, decide
 
 MATRIX_SCHEMA = 1
 
@@ -47,7 +47,7 @@ class GroupVerdict:
     reasons: tuple[Reason, ...]
     expected_us: float | None
     conversion: str | None = None  # "mxfp4->fp8_block" when served after a load-time conversion
-    accuracy_class: str = "standard"  # see moe_oracle.accuracy_class
+    accuracy_class: str = "standard"  # see moe_oracle.decide.accuracy_class
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -84,7 +84,7 @@ DEFAULT_SOFTWARE: tuple[str, ...] = ("all",)
 
 @dataclass(frozen=True)
 class ScenarioSpec:
-    """One column of the matrix: the inputs of one :func:`~moe_oracle.selection.decide` call."""
+    """One column of the matrix: the inputs of one :func:`~moe_oracle.decide.selection.decide` call."""
 
     model_source: str
     model: ModelDescription

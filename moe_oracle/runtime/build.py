@@ -19,9 +19,9 @@ from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError, 
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 
 if TYPE_CHECKING:
+    from moe_oracle.decide.selection import Decision
     from moe_oracle.model.types import WeightFormat
     from moe_oracle.rules import Reason, VariantSpec
-    from moe_oracle.selection import Decision
 
 EMULATION = "emulation"
 

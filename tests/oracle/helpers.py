@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import Activation, ModelDescription, MoELayerGroup, QuantSpec, Routing
 from moe_oracle.rules import Engine
-from moe_oracle.selection import Decision, Override, decide
 
 V4_FLASH = "deepseek-ai/DeepSeek-V4-Flash"
 V4_PRO = "deepseek-ai/DeepSeek-V4-Pro"

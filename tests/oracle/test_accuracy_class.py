@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from moe_oracle.accuracy_class import accuracy_class
+from moe_oracle.decide.accuracy_class import accuracy_class
+from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.record import decision_to_json, replay_inputs
+from moe_oracle.decide.selection import Override, decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
-from moe_oracle.question import ConversionOptions
-from moe_oracle.record import decision_to_json, replay_inputs
 from moe_oracle.registry import load_registry
-from moe_oracle.selection import Override, decide
 from tests.cli.runner import cli
 from tests.oracle.helpers import V4_FLASH, V4_FLASH_NVFP4, chosen, run
 

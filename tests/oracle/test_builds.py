@@ -178,8 +178,8 @@ def test_list_builds_json():
 
 def test_a_probed_library_is_judged_by_the_build_it_is_recognised_as():
     """What `--software installed` sees (no build names, only evidence): recognised, then held to its limits."""
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment
-    from moe_oracle.selection import decide
     from moe_oracle.software.types import SoftwareProfile
 
     seen = dict(EVIDENCE[1][0])

@@ -7,13 +7,13 @@ import json
 import pytest
 import torch
 
-from moe_oracle.conversion_candidates import expert_bytes_per_rank
+from moe_oracle.decide.conversions import expert_bytes_per_rank
+from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.record import decision_to_json, replay_inputs
+from moe_oracle.decide.selection import decide
 from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
-from moe_oracle.question import ConversionOptions
-from moe_oracle.record import decision_to_json, replay_inputs
-from moe_oracle.selection import decide
 from tests.oracle.helpers import GLM5, V4_FLASH, chosen, manual, run
 
 SM90_FP8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
@@ -101,7 +101,7 @@ def test_override_takes_the_conversion_unless_forbidden():
     assert d.main.chosen.conversion is not None
     dep, _ = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))
     sw, _ = resolve_software(None, "h200")
-    from moe_oracle.selection import Override
+    from moe_oracle.decide.selection import Override
 
     with pytest.raises(OverrideRefusedError):
         decide(resolve_model(V4_FLASH), dep, sw, override=Override.parse(SM90_FP8), conversion=ConversionOptions(False))

@@ -6,10 +6,10 @@ import pytest
 
 from moe_oracle.cost.calibration import load_calibrations
 from moe_oracle.cost.model import Workload, estimate_us
+from moe_oracle.decide.record import decision_to_json
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import QuantSpec
-from moe_oracle.record import decision_to_json
 from tests.oracle.helpers import GLM5_FP8, V4_FLASH, chosen, run
 
 FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
@@ -58,7 +58,7 @@ def test_an_unmeasured_shape_is_costed_from_the_shapes_measured():
     ],
 )
 def test_workload_decides_fused_or_not(workload, expected):
-    from moe_oracle.selection import decide
+    from moe_oracle.decide.selection import decide
     from moe_oracle.software.profiles import named_profile
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))

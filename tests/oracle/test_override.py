@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from moe_oracle.decide.selection import Override
 from moe_oracle.errors import BadInputError, ExitCode, OverrideRefusedError
-from moe_oracle.selection import Override
 from tests.oracle.helpers import GLM51_NVFP4, V4_FLASH, chosen, run
 
 

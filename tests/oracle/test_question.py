@@ -7,13 +7,13 @@ import dataclasses
 import pytest
 
 from moe_oracle.cost.model import Workload
+from moe_oracle.decide.question import ConversionOptions, Question
+from moe_oracle.decide.record import decision_to_json
+from moe_oracle.decide.selection import Override, decide, decide_automatically, decide_with_override
 from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.resolve import resolve_model
-from moe_oracle.question import ConversionOptions, Question
-from moe_oracle.record import decision_to_json
 from moe_oracle.rules import Engine
-from moe_oracle.selection import Override, decide, decide_automatically, decide_with_override
 from tests.oracle.helpers import V4_FLASH
 
 

@@ -39,8 +39,8 @@ def test_kernel_missing_names_the_build():
 
 
 def test_library_version():
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment
-    from moe_oracle.selection import decide
     from moe_oracle.software.profiles import named_profile
     from moe_oracle.software.types import LibraryBuild
 
@@ -233,9 +233,9 @@ def test_every_reason_code_is_covered():
 
 
 def test_memory_exceeded():
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
-    from moe_oracle.selection import decide
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
     sw, _ = resolve_software(None, "h200")
@@ -244,8 +244,8 @@ def test_memory_exceeded():
 
 
 def test_conversion_lossy():
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
-    from moe_oracle.selection import decide
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))
     sw, _ = resolve_software(None, "h200")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.report.matrix import Matrix, build_matrix
 from moe_oracle.report.scenarios import build_scenarios
 

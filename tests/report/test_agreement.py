@@ -9,14 +9,14 @@ from typing import Any
 
 import pytest
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.selection import Decision, decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.loader import list_presets
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.report.matrix import Matrix, Verdict
 from moe_oracle.report.scenarios import DEFAULT_DEVICES, TOPOLOGIES
 from moe_oracle.rules import Engine, Status
-from moe_oracle.selection import Decision, decide
 from tests.cli.runner import cli
 
 _INT_FLAGS = {"--nodes": "nodes", "--tp": "tp", "--dp": "dp", "--ep": "ep"}

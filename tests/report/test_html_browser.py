@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.report.docs import docs_matrix
 from moe_oracle.report.html import render_html
 from moe_oracle.report.matrix import Matrix, Verdict, build_matrix

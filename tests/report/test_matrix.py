@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.advisories import load_advisories
+from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.html import render_html
 from moe_oracle.report.labels import cell_mark

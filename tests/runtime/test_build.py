@@ -80,9 +80,9 @@ def test_aiter_token_cap_is_the_declared_rule():
 
 
 def test_decision_helper_builds_the_chosen_twin():
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
-    from moe_oracle.selection import decide
 
     deployment, _ = build_deployment(DeploymentFlags(device="h200", ep=8, dp=8), None)
     software, _ = resolve_software(None, "h200")

@@ -160,11 +160,11 @@ def test_decision_for_the_non_fused_path_builds_it():
     from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
     from moe_oracle.cost.model import Workload
+    from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
     from moe_oracle.runtime.build import build_layer_for_decision
     from moe_oracle.runtime.errors import BackendUnavailableError
-    from moe_oracle.selection import decide
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1, max_num_batched_tokens=8192))
     sw, _ = resolve_software("all", "h200")

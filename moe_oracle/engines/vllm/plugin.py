@@ -178,10 +178,10 @@ def resolve(snap: VllmSnapshot) -> Outcome:
 
 def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outcome:
     from moe_oracle.cost.model import Workload
+    from moe_oracle.decide.question import ConversionOptions
+    from moe_oracle.decide.selection import decide
     from moe_oracle.errors import BadInputError
-    from moe_oracle.question import ConversionOptions
     from moe_oracle.rules import Engine
-    from moe_oracle.selection import decide
 
     if snap.arch is None:
         if requested == "auto" and not request.explicit:
@@ -241,7 +241,7 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
 
 
 def _fingerprint(decision: Any) -> str:
-    from moe_oracle.record import decision_to_json
+    from moe_oracle.decide.record import decision_to_json
 
     return decision_to_json(decision)["fingerprint"]
 
@@ -330,11 +330,11 @@ def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome
 
 def _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where):
     """An explicit ``--moe-backend deep_gemm_mega_moe`` / ``aiter_mega_moe``: vLLM's own path must run it."""
+    from moe_oracle.decide.selection import Override, decide
     from moe_oracle.engines.vllm.routes import candidate_route, refusal_lines
     from moe_oracle.engines.vllm.table import decision_table
     from moe_oracle.errors import OverrideRefusedError
     from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
-    from moe_oracle.selection import Override, decide
 
     fingerprint = _fingerprint(decision)
     try:

@@ -17,16 +17,16 @@ from typing import Any
 from pydantic import ValidationError
 
 from moe_oracle import __version__
-from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import Workload
+from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.selection import Decision, Override
 from moe_oracle.errors import BadInputError
 from moe_oracle.inputs import check_workload_points
 from moe_oracle.jsonfile import read_json_object
 from moe_oracle.model.adapters._view import json_type, show
 from moe_oracle.model.types import ModelDescription
-from moe_oracle.question import ConversionOptions
 from moe_oracle.rules import Engine
-from moe_oracle.selection import Decision, Override
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 from moe_oracle.validation import one_line

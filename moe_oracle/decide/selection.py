@@ -1,7 +1,7 @@
 """Selection: every candidate gets a verdict; eligible ones are ranked by expected cost.
 
 :func:`decide` is the one decision function behind automatic selection, explicit overrides,
-the capability matrix and the engine plug-ins. It builds the :class:`~moe_oracle.question.Question`
+the capability matrix and the engine plug-ins. It builds the :class:`~moe_oracle.decide.question.Question`
 (model description, deployment, software profile, engine, workload, conversion options,
 advisories) and answers it with :func:`decide_automatically` or, given an override,
 :func:`decide_with_override`. Both are pure functions of the question, the override and the
@@ -13,16 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from moe_oracle.accuracy_class import accuracy_class, needs_low_precision_opt_in
-from moe_oracle.advisories import Advisory
-from moe_oracle.candidate import Candidate, evaluate_candidate
-from moe_oracle.conversion_candidates import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
+from moe_oracle.decide.accuracy_class import accuracy_class, needs_low_precision_opt_in
+from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.candidates import Candidate, evaluate_candidate
+from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
+from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.engine_gates import fallback_path
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
-from moe_oracle.question import ConversionOptions, Question
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.rules import Engine, VariantSpec
 from moe_oracle.software.types import SoftwareProfile
@@ -101,7 +101,7 @@ def _chosen_json(c: Candidate) -> dict[str, object]:
 
 @dataclass(frozen=True)
 class Decision:
-    """The answer to a :class:`~moe_oracle.question.Question`: one :class:`GroupDecision` per layer group,
+    """The answer to a :class:`~moe_oracle.decide.question.Question`: one :class:`GroupDecision` per layer group,
     the override it honoured (if any) and the warnings of a refused override that fell back."""
 
     question: Question

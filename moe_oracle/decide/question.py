@@ -1,7 +1,7 @@
 """The question a decision answers, as one frozen value.
 
 One model on one deployment, with one software profile and one engine, weighed on one workload,
-under the load-time conversion options and the known-bad advisories. :func:`moe_oracle.selection.decide`
+under the load-time conversion options and the known-bad advisories. :func:`moe_oracle.decide.selection.decide`
 builds it once from its arguments; every step of the decision (judging candidates, conversion
 candidates, the non-fused weighing) reads it instead of a list of parameters.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import Workload
+from moe_oracle.decide.advisories import Advisory
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.rules import Engine, Scenario
@@ -23,7 +23,7 @@ from moe_oracle.spec.deployment import Deployment
 class ConversionOptions:
     """``enabled=False`` is ``--no-convert``; ``allow_lossy`` is ``--allow-lossy-conversion``;
     ``allow_low_precision_activations`` is ``--allow-low-precision-activations`` (see
-    :mod:`moe_oracle.accuracy_class`)."""
+    :mod:`moe_oracle.decide.accuracy_class`)."""
 
     enabled: bool = True
     allow_lossy: bool = False

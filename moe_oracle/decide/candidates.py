@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from moe_oracle.advisories import Advisory
 from moe_oracle.cost.model import CostEstimate
+from moe_oracle.decide.advisories import Advisory
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.rules import Conversion, Reason, Scenario, Status, VariantSpec
 
@@ -24,8 +24,8 @@ class Candidate:
 
     @property
     def accuracy_class(self) -> str:
-        """``standard``, ``a4``, ``lossy`` or ``a4+lossy`` (see :mod:`moe_oracle.accuracy_class`)."""
-        from moe_oracle.accuracy_class import accuracy_class
+        """``standard``, ``a4``, ``lossy`` or ``a4+lossy`` (see :mod:`moe_oracle.decide.accuracy_class`)."""
+        from moe_oracle.decide.accuracy_class import accuracy_class
 
         return accuracy_class(self.spec, self.conversion)
 

@@ -16,11 +16,11 @@ the variant is judged on the converted group with the same rules as any candidat
 
 from __future__ import annotations
 
-from moe_oracle.candidate import Candidate, evaluate_candidate
 from moe_oracle.cost.model import workload_cost
+from moe_oracle.decide.candidates import Candidate, evaluate_candidate
+from moe_oracle.decide.question import Question
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
-from moe_oracle.question import Question
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.rules.engine import EngineConversion
 
