@@ -23,6 +23,25 @@ class ExitCode(IntEnum):
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), the shells' convention
 
 
+#: The most characters of one input value an error line echoes (the value is cut in the middle beyond it).
+EXCERPT_CHARS = 80
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """A bounded, single-line echo of an input value for an error line: its ``repr`` (quotes, escapes for
+    control characters, newlines and lone surrogates), cut to ``limit`` characters as ``head...tail (N
+    characters)`` when longer, so that a 100 kB argument never becomes a 100 kB error line."""
+    try:
+        text = repr(value)
+    except Exception:
+        text = f"<{type(value).__name__}>"
+    if len(text) <= limit:
+        return text
+    size = f" ({len(value)} characters)" if isinstance(value, str) else ""
+    keep = max(limit - 3, 8)
+    return text[: keep - keep // 3] + "..." + text[len(text) - keep // 3 :] + size
+
+
 class OracleError(Exception):
     """Base class: a failure with a one-line message and an exit code."""
 

@@ -19,20 +19,24 @@ import click
 
 from moe_oracle.cli.cmd_plan import emit, plan_options, request_from
 from moe_oracle.errors import BadInputError
+from moe_oracle.shell import shell_assign, shell_join
 
 _PLACEHOLDER = re.compile(r"\$\{([A-Z0-9_]+)\}")
 
 
-def _fill(argv: list[str], env: dict[str, str], placeholders: dict[str, str]) -> list[str]:
-    out = []
-    for arg in argv:
+def _fill(argv: list[str], marked: tuple[int, ...], env: dict[str, str], placeholders: dict[str, str]) -> list[str]:
+    """``argv`` with each placeholder moe-oracle emitted (in the words at ``marked`` only) filled from ``env``;
+    a ``${...}`` anywhere else (a model directory's name, an engine argument) is left as it is."""
+    out = list(argv)
+    for index in marked:
+        arg = out[index]
         for name in _PLACEHOLDER.findall(arg):
             value = env.get(name)
             if not value:
                 what = placeholders.get(name, "a value the plan needs")
                 raise BadInputError(f"{name} is not set ({what})", fix=f"export {name}=<value> and run serve again.")
             arg = arg.replace("${" + name + "}", value)
-        out.append(arg)
+        out[index] = arg
     return out
 
 
@@ -129,12 +133,13 @@ def serve(model: str | None, **kw: Any) -> None:
     env.update(cmd.env_dict)
     _refuse_overrides(list(cmd.argv), extra)
     argv = list(cmd.argv) + extra
+    marked = cmd.placeholder_words
     if dry_run:
-        words = [f"{k}={v}" for k, v in cmd.env] + argv
+        words = " ".join([*(shell_assign(k, v) for k, v in cmd.env), shell_join(argv, placeholder_words=marked)])
         # with --json, stdout is the plan document alone; the human line goes to stderr
-        click.echo(f"dry run: would exec (replica {replica}, node rank {node_rank}): {' '.join(words)}", err=as_json)
+        click.echo(f"dry run: would exec (replica {replica}, node rank {node_rank}): {words}", err=as_json)
         return
-    argv = _fill(argv, env, plan_obj.placeholders)
+    argv = _fill(argv, marked, env, plan_obj.placeholders)
     binary = shutil.which(argv[0], path=env.get("PATH"))
     if binary is None:
         raise EngineLaunchError(
@@ -143,7 +148,7 @@ def serve(model: str | None, **kw: Any) -> None:
             f"'moe-oracle[{plan_obj.engine}]'), activate its environment, or run the printed command yourself.",
         )
     _check_module(binary, argv, env, plan_obj)
-    click.echo(f"exec: {' '.join(argv)}", err=True)
+    click.echo(f"exec: {shell_join(argv)}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()
     try:

@@ -8,8 +8,9 @@ from typing import Any
 
 import click
 
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.inputs import RELEVANT_ENV, DeploymentFlags
+from moe_oracle.shell import ENV_NAME
 
 _POS = click.IntRange(min=1)
 
@@ -155,8 +156,11 @@ def env_from(items: tuple[str, ...]) -> dict[str, str]:
     env = {k: os.environ[k] for k in RELEVANT_ENV if k in os.environ}
     for item in items:
         key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--env")
+        if not sep or not ENV_NAME.fullmatch(key):
+            raise click.BadParameter(
+                f"{excerpt(item)} is not KEY=VALUE with KEY a shell variable name (letters, digits, _)",
+                param_hint="--env",
+            )
         env[key] = value
     return env
 

@@ -25,7 +25,7 @@ from pydantic import ValidationError
 
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters._engine import order_groups
-from moe_oracle.model.adapters._view import check_int, is_number, json_type, show
+from moe_oracle.model.adapters._view import check_int, decimal_int, decimal_number, is_number, json_type, show
 from moe_oracle.model.description_json import ACTIVATION_KEYS, GROUP_KEYS, ROUTING_KEYS, TOP_LEVEL_KEYS
 from moe_oracle.model.loader import read_json_file
 from moe_oracle.model.types import (
@@ -80,17 +80,18 @@ class _Ctx:
 
     def int(self, value: Any, path: str, lo: int, hi: int, what: str = "") -> int:
         if self.flags and isinstance(value, str):
-            if not value.strip().lstrip("+-").isdigit():
-                raise self.error(path, value, f"expected an integer in {lo}..{hi}")
-            value = int(value.strip())
+            parsed = decimal_int(value)
+            if parsed is None:
+                raise self.error(path, value, f"expected an integer in {lo}..{hi} (ASCII digits)")
+            value = parsed
         return check_int(value, path=self.name(path), lo=lo, hi=hi, what=what, model_id=self.where)
 
     def number(self, value: Any, path: str, *, hi: float) -> float:
         if self.flags and isinstance(value, str):
-            try:
-                value = float(value)
-            except ValueError:
-                raise self.error(path, value, "expected a number") from None
+            parsed = decimal_number(value)
+            if parsed is None:
+                raise self.error(path, value, "expected a decimal number (ASCII digits)")
+            value = parsed
         if not is_number(value) or not math.isfinite(float(value)) or not 0 < float(value) <= hi:
             raise self.error(path, value, f"expected a finite number > 0 and <= {hi:g}")
         return float(value)

@@ -8,12 +8,12 @@ everything else (layouts, derived quantities, reasons) is shared.
 
 from __future__ import annotations
 
-import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.errors import ExitCode, OracleError
 from moe_oracle.plan.derived import Derived
+from moe_oracle.shell import shell_assign, shell_quote
 from moe_oracle.spec.deployment import Deployment
 
 PLAN_SCHEMA = 1
@@ -89,37 +89,46 @@ class Layout:
 
 @dataclass(frozen=True)
 class Command:
-    """One process to start: on which replica and node, with which argv and environment."""
+    """One process to start: on which replica and node, with which argv and environment.
+
+    ``placeholder_words`` are the argv indexes holding a placeholder moe-oracle emitted (``${HEAD_NODE_IP}``,
+    listed in the plan's ``placeholders``): the only words whose ``${NAME}`` the printed command leaves
+    expandable and ``serve`` fills from the environment. Every other word is printed shell-quoted as is.
+    """
 
     argv: tuple[str, ...]
     env: tuple[tuple[str, str], ...]
     replica: int = 0
     node_rank: int = 0
     where: str = "node 0"
+    placeholder_words: tuple[int, ...] = ()
 
     @property
     def env_dict(self) -> dict[str, str]:
         return dict(self.env)
 
+    def _word(self, index: int) -> str:
+        return shell_quote(self.argv[index], placeholders=index in self.placeholder_words)
+
     def shell(self, *, width: int = 100) -> str:
-        """A copy-pasteable shell command: ``KEY=VALUE ... argv`` with one flag per line."""
+        """A copy-pasteable shell command: ``KEY=VALUE ... argv`` with one flag per line, every word
+        shell-quoted (see :mod:`moe_oracle.shell`)."""
         lines: list[str] = []
-        prefix = " ".join(f"{k}={_q(v)}" for k, v in self.env)
-        head: list[str] = []
-        args = list(self.argv)
+        prefix = " ".join(shell_assign(k, v) for k, v in self.env)
+        index = 0
         # keep "python3 -m sglang.launch_server" / "vllm serve MODEL" together on the first line
-        while args and not args[0].startswith("--"):
-            head.append(args.pop(0))
-        first = " ".join(_q(a) for a in head)
+        while index < len(self.argv) and not self.argv[index].startswith("--"):
+            index += 1
+        first = " ".join(self._word(i) for i in range(index))
         if prefix:
             first = f"{prefix} \\\n  {first}" if len(prefix) + len(first) > width else f"{prefix} {first}"
         lines.append(first)
-        while args:
-            flag = args.pop(0)
-            values = []
-            while args and not args[0].startswith("--"):
-                values.append(args.pop(0))
-            lines.append("    " + " ".join(_q(x) for x in (flag, *values)))
+        while index < len(self.argv):
+            start = index
+            index += 1
+            while index < len(self.argv) and not self.argv[index].startswith("--"):
+                index += 1
+            lines.append("    " + " ".join(self._word(i) for i in range(start, index)))
         return " \\\n".join(lines)
 
     def to_json(self) -> dict[str, Any]:
@@ -131,13 +140,6 @@ class Command:
             "env": dict(self.env),
             "shell": self.shell(),
         }
-
-
-def _q(value: str) -> str:
-    """Shell-quote, but leave ``${VAR}`` placeholders expandable (double quotes)."""
-    if "${" in value and not any(ch in value for ch in '"`\\'):
-        return f'"{value}"'
-    return shlex.quote(value)
 
 
 @dataclass

@@ -181,3 +181,36 @@ def test_random_workload_points(points):
         assert str(exc)
         return
     json.dumps(checked, allow_nan=False)
+
+
+#: The manual flags and a valid value of each; a drawn flag gets a hostile spelling instead.
+MANUAL_VALID = {
+    "--hidden-size": "4096",
+    "--moe-intermediate-size": "2048",
+    "--num-experts": "256",
+    "--top-k": "8",
+    "--weight-format": "mxfp4",
+    "--num-shared-experts": "1",
+    "--weight-block": "1x32",
+    "--num-layers": "4",
+}
+#: Spellings a person (or a paste) produces: signs, unicode digits (``isdigit()`` passes ``⁸``), huge numbers.
+manual_values = (
+    st.sampled_from(["+-4096", "⁸", "٤٠٩٦", "1_0", "0x10", "4096.0", "1e3", "-1", "+8", " 8 ", "nan", "∞", "", "x"])
+    | st.integers(-(2**70), 2**70).map(str)
+    | st.text(max_size=12)
+)
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(sorted(MANUAL_VALID)), manual_values, min_size=1, max_size=3))
+def test_hostile_manual_flag_values(changed):
+    values = {**MANUAL_VALID, **changed}
+    args = [part for flag, value in values.items() for part in (flag, value)]
+    start = time.perf_counter()
+    result = _run(["select", *args, "--device", "b200", "--dp", "8", "--ep", "8"])
+    assert time.perf_counter() - start < 5
+    _check(result)
+    code, _out, err = result
+    if any(not v.isascii() and any(c.isdigit() for c in v) for v in changed.values()):
+        assert code == 2, err  # no flag takes a non-ASCII digit

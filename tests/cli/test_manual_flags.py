@@ -49,3 +49,18 @@ def test_manual_flags_describe_and_decide():
 def test_manual_flag_errors_are_one_line(args, needle):
     r = cli("model", *args)
     assert r.code == 2 and r.err.count("\n") == 1 and needle in r.err, r.err
+
+
+@pytest.mark.parametrize("value", ["+-4096", "⁸", "٤٠٩٦", "1_0", "99999999999999999999999999999999999"])
+@pytest.mark.parametrize("flag", ["--hidden-size", "--top-k"])
+def test_manual_integer_flag_spellings_are_refused_in_one_line(flag, value):
+    args = list(MANUAL)
+    args[args.index(flag) + 1] = value
+    r = cli("select", *args, "--device", "b200")
+    assert r.code == 2, r.err
+    assert r.err.count("\n") == 1 and flag in r.err and "integer" in r.err, r.err
+
+
+def test_manual_weight_block_with_superscript_digits_is_refused():
+    r = cli("select", *MANUAL, "--weight-block", "¹²⁸x128", "--device", "b200")
+    assert r.code == 2 and "--weight-block" in r.err and r.err.count("\n") == 1, r.err

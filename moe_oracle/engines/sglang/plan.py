@@ -285,8 +285,16 @@ def _commands(ctx: PlanContext, argv: list[str], env: dict[str, str]) -> list[Co
             extra = ["--nnodes", str(nodes), "--node-rank", str(rank)]
             extra += ["--dist-init-addr", "${" + _head(replica, ctx.replicas) + "}:" + str(F.DIST_INIT_PORT)]
             where = f"node {rank}" if ctx.replicas == 1 else f"replica {replica}, node {rank}"
+            marked = (len(argv) + len(extra) - 1,)  # the --dist-init-addr value
             commands.append(
-                Command(tuple(argv + extra), tuple(env.items()), replica=replica, node_rank=rank, where=where)
+                Command(
+                    tuple(argv + extra),
+                    tuple(env.items()),
+                    replica=replica,
+                    node_rank=rank,
+                    where=where,
+                    placeholder_words=marked,
+                )
             )
     for cmd in commands:
         F.check_argv(cmd.argv)

@@ -222,8 +222,16 @@ def build(ctx: PlanContext) -> EngineParts:
             where = f"node {rank}" if ctx.replicas == 1 else f"replica {replica}, node {rank}"
             if rank == 0:
                 where += " (head: serves the API)"
+            marked = (len(argv) + extra.index("${" + name + "}"),)
             commands.append(
-                Command(tuple(argv + extra), tuple(env.items()), replica=replica, node_rank=rank, where=where)
+                Command(
+                    tuple(argv + extra),
+                    tuple(env.items()),
+                    replica=replica,
+                    node_rank=rank,
+                    where=where,
+                    placeholder_words=marked,
+                )
             )
     for cmd in commands:
         F.check_argv(cmd.argv)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -204,6 +205,25 @@ class ConfigView:
         return self._typed(keys, default, expected, lambda v: isinstance(v, dict), True)
 
 
+#: An integer as a person types it on a command line: ASCII digits only (``isdigit()`` also passes ``⁸`` and
+#: ``٤``), one optional sign, at most 30 digits.
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,30}")
+#: A decimal number as typed: ASCII only (``float()`` also reads ``٤.٥``, ``1_0`` and ``nan``).
+_NUMBER = re.compile(r"[+-]?(?:[0-9]{1,30}(?:\.[0-9]{0,30})?|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,3})?")
+
+
+def decimal_int(text: str) -> int | None:
+    """The integer ``text`` spells in ASCII decimal (surrounding spaces allowed), else ``None``."""
+    text = text.strip()
+    return int(text) if _DECIMAL.fullmatch(text) else None
+
+
+def decimal_number(text: str) -> float | None:
+    """The finite number ``text`` spells in ASCII decimal (``4.5``, ``1e-3``), else ``None``."""
+    text = text.strip()
+    return float(text) if _NUMBER.fullmatch(text) else None
+
+
 def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_id: str) -> int:
     """Validate one integer found at ``path``: a JSON integer (not a boolean, not 4096.0) in range."""
     expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
@@ -211,7 +231,7 @@ def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_
         hint = ""
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             hint = f"; write {int(value)} without the decimal point"
-        elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        elif isinstance(value, str) and decimal_int(value) is not None:
             hint = "; write the number without quotes"
         raise ModelConfigError(
             f"{model_id}: {path}={show(value)} is invalid: a JSON {json_type(value)}, expected {expected}{hint}",
