@@ -205,6 +205,11 @@ _PLUGIN = "moe-oracle's vLLM plug-in (engines/vllm/layer.py: out-of-tree RoutedE
 _OOT = "vllm-0.33.md §8.2 item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
 
 
+def served_architecture(architecture: str) -> bool:
+    """Does vLLM 0.33 build this architecture's MoE as the ``RoutedExperts`` the plug-in replaces (on NVIDIA)?"""
+    return architecture in FUSED_MOE_ARCHITECTURES
+
+
 def _fused_moe_model(sc: Scenario) -> bool:
     if sc.architecture not in FUSED_MOE_ARCHITECTURES:
         return False

@@ -377,3 +377,186 @@ def test_cpu_batch_defaults_are_replaced_by_the_named_gpus() -> None:
     out = P.resolve(snap(device="h200", arch="sm90", notes=notes, device_source="MOE_ORACLE_VLLM_DEVICE"))
     assert "[device from MOE_ORACLE_VLLM_DEVICE]" in out.table[0]
     assert any("vLLM's CPU default" in line for line in out.table)
+
+
+# --- issue 21: per-group pins, explicit choices never ignored, inputs checked, one table per server ----------
+
+V4_NVFP4 = hf("nvidia--DeepSeek-V4-Flash-NVFP4")
+
+
+def _plan_pins(model: str, device: str) -> object:
+    """``moe_oracle.backend`` of the plan ``moe-oracle plan --engine vllm --dp 8 --ep 8`` prints."""
+    from moe_oracle.plan.build import build_plan
+    from moe_oracle.plan.examples import DeploymentFlags, PlanRequest
+    from moe_oracle.rules import Engine
+
+    flags = DeploymentFlags(device=device, dp=8, ep=8)
+    plan = build_plan(PlanRequest(model=model, flags=flags, engine=Engine.VLLM, software="all"))
+    argv = plan.commands[0].argv
+    return json.loads(argv[argv.index("--additional-config") + 1])["moe_oracle"]["backend"]
+
+
+def test_plan_pins_each_groups_own_variant_and_the_plug_in_accepts_it() -> None:
+    pins = _plan_pins("nvidia/DeepSeek-V4-Flash-NVFP4", "b200")
+    assert isinstance(pins, dict) and pins["mtp"] == "vllm" and pins["moe"].endswith(":sm100_nvfp4")
+    out = P.resolve(
+        snap(
+            architecture="DeepseekV4ForCausalLM",
+            hf_config=V4_NVFP4,
+            model="nvidia/DeepSeek-V4-Flash-NVFP4",
+            software="all",
+            additional_config={"moe_oracle": {"backend": pins}},
+        )
+    )
+    assert out.action == "set", out.error
+    groups = _plan_groups(out)
+    assert groups["mtp"]["runs"] == "vllm" and groups["mtp"]["layer_plan"] is None
+    assert groups["moe"]["variant"] == pins["moe"] and groups["moe"]["runs"] == "moe-oracle"
+
+
+@pytest.mark.parametrize(
+    ("pins", "needle"),
+    [
+        ({"moe": "deep_gemm_mega_moe:sm100_nvfp4"}, "without a choice for the others"),
+        ({"moe": "vllm", "moe_hash": "vllm", "mtp": "vllm", "dense": "vllm"}, "that this launch does not build"),
+        ({"moe": "auto", "moe_hash": "vllm", "mtp": "vllm"}, "a layer-group pin is a variant or 'vllm'"),
+        ({"moe": "emulation:sm100_nvfp4", "moe_hash": "deep_gemm_mega_moe:sm100_nvfp4", "mtp": "vllm"}, "mixes"),
+        (
+            {
+                "moe": "deep_gemm_mega_moe:sm100_nvfp4",
+                "moe_hash": "deep_gemm_mega_moe:sm100_nvfp4",
+                "mtp": "deep_gemm_mega_moe:sm100_nvfp4",
+            },
+            "mtp",
+        ),
+        ({}, "names no layer group"),
+    ],
+)
+def test_bad_group_pins_are_refused(pins: dict, needle: str) -> None:
+    out = P.resolve(
+        snap(
+            hf_config=V4_NVFP4,
+            model="nvidia/DeepSeek-V4-Flash-NVFP4",
+            software="all",
+            additional_config={"moe_oracle": {"backend": pins}},
+        )
+    )
+    assert out.action == "refuse" and needle in (out.error or ""), out.error
+    assert "\n" not in (out.error or "")
+
+
+def test_environment_backend_is_read_and_checked() -> None:
+    env = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: "garbage"}))
+    assert env.action == "refuse" and "MOE_ORACLE_VLLM_BACKEND = 'garbage' names no variant" in (env.error or "")
+    pins = json.dumps({"moe": "deep_gemm_mega_moe:sm90_fp8xfp4", "moe_hash": "vllm", "mtp": "vllm"})
+    ok = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: pins}))
+    assert ok.action == "set" and _plan_groups(ok)["moe_hash"]["runs"] == "vllm"
+    broken = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: "{nope"}))
+    assert broken.action == "refuse" and "is not valid JSON" in (broken.error or "")
+    # the config wins over the environment
+    cfg = {"moe_oracle": {"backend": "vllm"}}
+    kept = P.resolve(
+        snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: "garbage"}, additional_config=cfg)
+    )
+    assert kept.action == "keep"
+
+
+@pytest.mark.parametrize(
+    ("env", "needle"),
+    [
+        ({"MOE_ORACLE_DOMAIN_SIZE": "abc"}, "MOE_ORACLE_DOMAIN_SIZE='abc' is not a whole number from 1 to 4096"),
+        ({"MOE_ORACLE_DOMAIN_SIZE": "0"}, "MOE_ORACLE_DOMAIN_SIZE='0'"),
+        ({"MOE_ORACLE_VLLM_PLUGIN": "maybe"}, "MOE_ORACLE_VLLM_PLUGIN='maybe' is neither on nor off"),
+        ({"MOE_ORACLE_VLLM_DEVICE": "h300"}, "MOE_ORACLE_VLLM_DEVICE='h300' is not a device"),
+    ],
+)
+def test_environment_is_checked_in_one_line(env: dict, needle: str) -> None:
+    out = P.resolve(snap(env=env))
+    assert out.action == "refuse" and needle in (out.error or ""), out.error
+    assert "\n" not in (out.error or "") and "pydantic" not in (out.error or "")
+
+
+def test_refusals_do_not_echo_huge_values() -> None:
+    huge = "x" * 100_000
+    for extra in ({"moe_oracle": {"backend": huge}}, huge, {"moe_oracle": {"plan": huge}}, {"moe_oracle": {huge: 1}}):
+        out = P.resolve(snap(additional_config=extra))
+        assert out.action == "refuse" and len(out.error or "") < 400, (out.error or "")[:200]
+        assert "100002 characters" in (out.error or "")
+    out = P.resolve(snap(env={P.ENV_DOMAIN: huge}))
+    assert out.action == "refuse" and len(out.error or "") < 400
+
+
+def test_a_plan_passed_in_is_checked() -> None:
+    for bad in (
+        "garbage",
+        {"version": 1, "groups": [{"layers": [3], "layer_plan": {"variant": "x"}}]},
+        {"version": 1, "groups": [{"layers": "3"}]},
+        {"version": 2, "groups": []},
+    ):
+        out = P.resolve(
+            snap(device="h200", arch="sm90", software="all", additional_config={"moe_oracle": {"plan": bad}})
+        )
+        assert out.action == "refuse" and "additional_config['moe_oracle']['plan']" in (out.error or ""), out.error
+        assert "drop the plan key" in (out.error or "")
+    own = P.resolve(snap(device="h200", arch="sm90", software="all"))
+    again = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=own.additional_config))
+    assert again.action == "set" and again.additional_config == own.additional_config
+    other = P.resolve(
+        snap(device="h200", arch="sm90", software="all", tp=1, dp=4, additional_config=own.additional_config)
+    )
+    assert other.action == "refuse" and "carries decision fingerprint" in (other.error or "")
+
+
+def test_workers_refuse_a_malformed_plan_in_one_line() -> None:
+    from moe_oracle.engines.vllm.shipped import plan_for_layer
+    from moe_oracle.errors import BadInputError
+
+    with pytest.raises(BadInputError, match="cannot be read"):
+        plan_for_layer({"moe_oracle": {"plan": {"version": 1, "groups": [{"layers": [3], "layer_plan": {}}]}}}, 3)
+    assert plan_for_layer({"moe_oracle": {}}, 3) is None
+
+
+def test_explicit_choice_on_an_architecture_the_layer_cannot_serve_is_refused() -> None:
+    qwen = {"architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 64}
+    auto = P.resolve(snap(architecture="Qwen2ForCausalLM", hf_config=qwen, model="q"))
+    assert auto.action == "skip" and auto.level == logging.DEBUG
+    explicit = P.resolve(
+        snap(
+            architecture="Qwen2ForCausalLM",
+            hf_config=qwen,
+            model="q",
+            additional_config={"moe_oracle": {"backend": "deep_gemm_mega_moe:sm100_fp8xfp4"}},
+        )
+    )
+    assert explicit.action == "refuse" and "cannot describe" in (explicit.error or "")
+    env = P.resolve(
+        snap(
+            architecture="Qwen2ForCausalLM",
+            hf_config=qwen,
+            model="q",
+            env={P.ENV_BACKEND: "deep_gemm_mega_moe:sm100_fp8xfp4"},
+        )
+    )
+    assert env.action == "refuse"
+
+
+@pytest.mark.parametrize(
+    ("kw", "level"),
+    [
+        ({}, logging.INFO),
+        ({"api_process_count": 8, "api_process_rank": -1}, logging.INFO),  # vllm serve's parent with DP8
+        ({"api_process_count": 8, "api_process_rank": 3}, logging.DEBUG),  # one of its API servers
+        ({"dp": 16, "dp_local": 8, "nnodes": 2, "dp_rank": 8, "env": {P.ENV_DOMAIN: "72"}}, logging.DEBUG),  # headless
+    ],
+)
+def test_the_table_is_logged_at_info_once_per_server(kw: dict, level: int) -> None:
+    assert P.resolve(snap(**kw)).level == level
+
+
+def test_cpu_batch_defaults_scale_by_tp_times_pp_not_dp() -> None:
+    from moe_oracle.engines.vllm.snapshot import batch_defaults_for
+
+    # vllm serve DP8 TP1 PP1 on the CPU platform: 2048 tokens and 128 seqs (world = TP x PP = 1)
+    assert batch_defaults_for("h200", 1, 2048, 128)[:2] == (8192, 1024)
+    assert batch_defaults_for("b200", 2, 4096, 256)[:2] == (16384, 1024)
+    assert batch_defaults_for("h200", 1, 2048 * 8, 128 * 8)[:2] == (2048 * 8, 1024)  # DP-scaled: the operator's

@@ -220,7 +220,9 @@ def test_every_example_plan_parses_with_vllm_serve_parser() -> None:
                     assert args.moe_backend == plan.backend
                 elif plan.backend:  # moe-oracle's runtime: the variant goes through --additional-config
                     assert args.moe_backend == "auto"
-                    assert args.additional_config["moe_oracle"]["backend"].startswith(plan.backend + ":")
+                    pins = args.additional_config["moe_oracle"]["backend"]
+                    pins = pins.values() if isinstance(pins, dict) else [pins]
+                    assert all(p == "vllm" or p.startswith(plan.backend + ":") for p in pins), pins
                 seen_flags.update(a for a in argv if a.startswith("--"))
     assert seen_flags <= set(VF.SERVE_FLAGS)
 

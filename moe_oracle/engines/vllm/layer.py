@@ -106,14 +106,33 @@ class MoEOracleRoutedExperts(RoutedExperts):
 
 
 def _current_plan(layer_name: str) -> LayerPlan | None:
+    """This layer's plan from the config hook; a plan of another shape, or an explicit request the hook never
+    planned (an architecture registered after the plug-in), raises ``ValueError`` in one line: an explicit
+    choice is never ignored."""
+    import os
+
     from vllm.config import get_current_vllm_config_or_none
+
+    from moe_oracle.engines.vllm.shipped import KEY, read_request
+    from moe_oracle.errors import BadInputError
 
     cfg = get_current_vllm_config_or_none()
     extra = getattr(cfg, "additional_config", None) if cfg is not None else None
     index = layer_index(layer_name)
-    if not isinstance(extra, dict) or index is None:
-        return None
-    return plan_for_layer(extra, index)
+    try:
+        planned = isinstance(extra, dict) and isinstance(extra.get(KEY), dict) and "plan" in extra[KEY]
+        if not planned:
+            request = read_request(extra, os.environ)
+            if request.explicit:
+                raise BadInputError(
+                    f"{request.label()} was never planned: the moe-oracle config hook did not run for this "
+                    "model's architecture",
+                    fix="register the architecture before vLLM builds its config, or drop the moe_oracle backend.",
+                )
+            return None
+        return None if index is None else plan_for_layer(extra, index)
+    except BadInputError as exc:
+        raise ValueError(f"moe-oracle: {layer_name}: {exc.one_line()}") from None
 
 
 def _linear_placement(layer: Any, ep_rank: int, local: int) -> bool:

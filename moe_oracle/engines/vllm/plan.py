@@ -75,24 +75,33 @@ def _runtime_groups(ctx: PlanContext) -> list:
     return [r for r in group_routes(ctx.decision) if r.route == MOE_ORACLE_ROUTE]
 
 
+def backend_pins(ctx: PlanContext, runtime: list) -> str | dict[str, str]:
+    """``moe_oracle.backend`` for the plug-in: one variant when every layer group runs it, else one pin per
+    layer group (a variant, or ``vllm`` for a group vLLM's own MoE serves)."""
+    by_name = {r.name: r.key.split("+")[0] for r in runtime}
+    pins = {g.group.name: by_name.get(g.group.name, "vllm") for g in ctx.decision.groups}
+    values = set(pins.values())
+    if len(values) == 1 and "vllm" not in values:
+        return values.pop()
+    return pins
+
+
 def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes: list[str], shapes: list) -> list[str]:
     """``--additional-config`` for the plug-in, the DeepGEMM buffer it sizes, and what vLLM alone would run."""
     par = ctx.deployment.parallel
-    variants = sorted({r.key.split("+")[0] for r in runtime})
-    args: list[str] = []
-    if len(variants) == 1:
-        request = {"moe_oracle": {"backend": variants[0]}}
-        args = ["--additional-config", json.dumps(request, separators=(",", ":"))]
+    request: dict[str, object] = {"backend": backend_pins(ctx, runtime)}
+    if ctx.decision.conversion.allow_lossy:
+        request["allow_lossy_conversion"] = True
+    args = ["--additional-config", json.dumps({"moe_oracle": request}, separators=(",", ":"))]
     served = ", ".join(f"{r.name} ({r.key})" for r in runtime)
     others = [g.group.name for g in ctx.decision.groups if g.group.name not in {r.name for r in runtime}]
     notes.append(
         f"moe-oracle's runtime serves layer group(s) {served} inside vLLM: the moe-oracle plug-in (installed "
         "with moe-oracle, entry point vllm.general_plugins) registers its out-of-tree RoutedExperts; vLLM's quant "
-        "method loads the checkpoint and the plug-in moves the experts into the kernel layout after loading."
-        + (" --additional-config pins the variant (the plug-in validates it before any weight loads; "
-           "--moe-backend auto would choose the same)." if args else " Under --moe-backend auto the plug-in "
-           "chooses each group's variant itself.")
-    )  # fmt: skip
+        "method loads the checkpoint and the plug-in moves the experts into the kernel layout after loading. "
+        "--additional-config pins each layer group's variant ('vllm': vLLM's own MoE for that group); the plug-in "
+        "validates every pin before any weight loads, and --moe-backend auto would choose the same."
+    )
     if others:
         notes.append(f"vLLM's own MoE serves layer group(s) {', '.join(others)} (no fused backend fits them).")
     sm90 = ctx.deployment.device.arch.value == "sm90"

@@ -7,8 +7,10 @@ both through vLLM's own extension points:
 * it registers :class:`~moe_oracle.engines.vllm.layer.MoEOracleRoutedExperts` as vLLM's out-of-tree
   ``RoutedExperts`` (``PluggableLayer.register_oot``): a layer whose group the plan gives to
   moe-oracle runs moe-oracle's runtime, every other layer is vLLM's class;
-* it wraps the ``MODELS_CONFIG_MAP`` entries of the DeepSeek V4 and GLM MoE architectures: the
-  wrapper subclasses the existing entry (its hooks keep running first) and then, inside
+* it wraps the ``MODELS_CONFIG_MAP`` entry of every architecture in vLLM's model registry (an
+  explicit choice is judged whatever the architecture; under ``auto`` one the layer cannot serve is
+  left alone after one lookup): the wrapper subclasses the existing entry (its hooks keep running
+  first) and then, inside
   ``VllmConfig.__post_init__`` (before the LoRA check, ``KernelConfig.set_platform_defaults`` and any
   model construction), decides with vLLM 0.33 semantics:
 
@@ -23,13 +25,14 @@ both through vLLM's own extension points:
   - any other value (``triton``, ``marlin``, ...): left to vLLM.
 
 One decision table is logged at INFO on ``vllm.plugins.moe_oracle`` by the process that owns the
-server (not by each of several API-server processes). The decision is a pure function of the config
-(named software profile ``vllm-0.33.0``, no probing), so every process reaches the same one.
+server (not by each of several API-server processes, nor by a headless node). The decision is a pure
+function of the config and the installed kernel builds, so every process reaches the same one.
 
 Environment: ``MOE_ORACLE_VLLM_PLUGIN=0`` disables the plug-in (also ``false``/``off``/``no``);
 ``MOE_ORACLE_VLLM_DEVICE=<catalogue name>`` names the device where vLLM's platform has none (a dry
 check on a CPU machine; a real GPU always wins); ``MOE_ORACLE_DOMAIN_SIZE=<n>`` the NVLink/XGMI
-domain; ``MOE_ORACLE_VLLM_BACKEND`` the explicit backend for scripts.
+domain; ``MOE_ORACLE_VLLM_BACKEND`` the explicit backend for scripts. Every one is checked before the
+config is accepted (:func:`~moe_oracle.engines.vllm.snapshot.check_env`).
 
 The translation (plain values in, decisions and mutations out) is :func:`resolve`, tested without
 vLLM; only :func:`apply_to_vllm_config` and :func:`register` touch vLLM objects.
@@ -44,8 +47,11 @@ from typing import Any
 
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.engines.vllm.snapshot import (
+    ENV_BACKEND,
     ENV_DEVICE,
     ENV_DOMAIN,
+    ENV_SWITCH,
+    SWITCH_OFF,
     VllmSnapshot,
     _layout,
     _normalize_hf,
@@ -55,6 +61,7 @@ from moe_oracle.engines.vllm.snapshot import (
 from moe_oracle.engines.vllm.table import decision_table
 
 __all__ = [
+    "ENV_BACKEND",
     "ENV_DEVICE",
     "ENV_DOMAIN",
     "ENV_SWITCH",
@@ -72,13 +79,11 @@ __all__ = [
 LOGGER_NAME = "vllm.plugins.moe_oracle"
 logger = logging.getLogger(LOGGER_NAME)
 
-ENV_SWITCH = "MOE_ORACLE_VLLM_PLUGIN"
-_OFF = ("0", "false", "off", "no")
-
 
 def enabled(env: dict[str, str] | None = None) -> bool:
+    """Off only for an off spelling of ``MOE_ORACLE_VLLM_PLUGIN``; any other value reaches the hook (refused there)."""
     value = (env if env is not None else os.environ).get(ENV_SWITCH, "1")
-    return value.strip().lower() not in _OFF
+    return value.strip().lower() not in SWITCH_OFF
 
 
 @dataclass
@@ -135,13 +140,23 @@ def _with_vllm_defaults(env: dict[str, str]) -> dict[str, str]:
 
 
 def _level(snap: VllmSnapshot) -> int:
-    """INFO in the process that owns the server; each of several API-server processes logs at DEBUG."""
-    return logging.INFO if snap.api_process_count <= 1 else logging.DEBUG
+    """INFO in the one process that owns the server, DEBUG in every other process that builds a config.
+
+    ``vllm serve`` with several API servers (vLLM 0.33 defaults their count to the DP size) builds the
+    config first in the parent with ``_api_process_rank = -1`` (``entrypoints/cli/serve.py:309-313``), then
+    once in each API-server process with ranks ``0..count-1``
+    (``entrypoints/launchers/api_server/entry.py:56-58``); with one API server the only config has rank 0.
+    A ``--headless`` node of a multi-node server builds its own with its ``--data-parallel-start-rank`` > 0.
+    """
+    owner = snap.api_process_rank == -1 or snap.api_process_count <= 1
+    return logging.INFO if owner and snap.dp_rank == 0 else logging.DEBUG
 
 
 def resolve(snap: VllmSnapshot) -> Outcome:
     """The plug-in's decision for one config, from plain values (the unit-tested core)."""
+    from moe_oracle.engine_gates.vllm import served_architecture
     from moe_oracle.engines.vllm.shipped import read_request
+    from moe_oracle.engines.vllm.snapshot import check_env
     from moe_oracle.errors import BadInputError
 
     requested = (snap.moe_backend or "auto").strip().lower().replace("-", "_")
@@ -153,9 +168,16 @@ def resolve(snap: VllmSnapshot) -> Outcome:
         )
         return Outcome("skip", requested, table=[line], level=logging.WARNING)
     try:
+        check_env(snap.env)
         request = read_request(snap.additional_config, snap.env)
     except BadInputError as exc:
         return Outcome("refuse", requested, error=f"{exc.one_line()} [moe-oracle]", table=[f"{head}: refused"])
+    hooked = served_architecture(snap.architecture) or snap.architecture in F.HOOKED_ARCHITECTURES
+    if not request.explicit and requested not in F.MOE_BACKENDS and not hooked:
+        line = (
+            f"{head}: vLLM {F.VERSION} does not build {snap.architecture}'s MoE as the RoutedExperts moe-oracle serves"
+        )
+        return Outcome("skip", requested, table=[line], level=logging.DEBUG)
     if request.explicit and requested in F.MOE_BACKENDS:
         return Outcome(
             "refuse",
@@ -230,6 +252,9 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
         conversion=ConversionOptions(enabled=request.convert, allow_lossy=request.allow_lossy),
     )
     decision = decide(description, deployment, software, **ctx)
+    stale = _stale_plan(request, decision, head)
+    if stale is not None:
+        return stale
     if request.explicit:
         out = _explicit_plugin(snap, request, decision, blockers, head, where)
     elif requested == "auto":
@@ -238,6 +263,26 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
         out = _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where)
     out.table = [*out.table, *(f"  note: {n}" for n in snap.notes)]
     return out
+
+
+def _stale_plan(request: Any, decision: Any, head: str) -> Outcome | None:
+    """A ``plan`` passed in (checked for shape by :func:`read_request`) must be the one this decision writes."""
+    from moe_oracle.engines.vllm.shipped import KEY, shown
+
+    if request.plan is None:
+        return None
+    theirs, ours = request.plan.get("fingerprint"), _fingerprint(decision)
+    if theirs == ours:
+        return None
+    return Outcome(
+        "refuse",
+        "auto",
+        error=(
+            f"additional_config['{KEY}']['plan'] carries decision fingerprint {shown(theirs)}; this config decides "
+            f"{ours}. Fix: drop the plan key: the plug-in's config hook writes it [moe-oracle]"
+        ),
+        table=[f"{head}: refused (a plan written for another decision)"],
+    )
 
 
 def _fingerprint(decision: Any) -> str:
@@ -253,28 +298,45 @@ def _ship(snap: VllmSnapshot, routes: list[Any], fingerprint: str) -> dict[str, 
 
 
 def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
-    """``additional_config moe_oracle.backend = B:V``: every layer group through moe-oracle's runtime, or refused."""
+    """``additional_config moe_oracle.backend``: each layer group through its pinned variant (one for every group,
+    or a per-group map; ``vllm`` leaves a group to vLLM's own MoE), or refused with every reason."""
     from moe_oracle.engines.vllm.routes import GroupRoute, layer_plan, plugin_reasons, refusal_lines
 
-    backend, _, variant = request.backend.partition(":")
-
-    def matches(c: Any) -> bool:
-        return c.spec.variant == variant and backend in ("*", c.spec.backend)
+    def matcher(pin: str) -> Any:
+        backend, _, variant = pin.partition(":")
+        return lambda c: c.spec.variant == variant and backend in ("*", c.spec.backend)
 
     fingerprint = _fingerprint(decision)
-    label = f"moe_oracle.backend={'emulation:' if request.emulate else ''}{request.backend}"
-    known = [c for gd in decision.groups for c in gd.candidates if matches(c)]
-    if not known:
-        return Outcome(
-            "refuse",
-            "auto",
-            error=f"{label} names no registered variant. Fix: use one of "
-            + ", ".join(c.spec.key for c in decision.main.candidates)
-            + " [moe-oracle]",
-            table=[f"{head}: REFUSED, {label} unknown"],
-        )
+    label = request.label()
+    names = [gd.group.name for gd in decision.groups]
+    problem = None
+    if request.groups is not None:
+        unknown = [n for n in request.groups if n not in names]
+        missing = [n for n in names if n not in request.groups]
+        if unknown or missing:
+            problem = (
+                f"{request.source} pins layer group(s) {', '.join(map(repr, unknown or missing))} "
+                + ("that this launch does not build" if unknown else "without a choice for the others")
+                + f"; the launch builds {', '.join(names)}. Fix: name each of them once, with a variant or 'vllm'"
+            )
+    for pin in dict.fromkeys(request.for_group(n) for n in names):
+        if (
+            problem is None
+            and pin not in (None, "vllm")
+            and not any(matcher(pin)(c) for gd in decision.groups for c in gd.candidates)
+        ):
+            problem = f"{request.source} = {pin} names no registered variant. Fix: use one of " + ", ".join(
+                c.spec.key for c in decision.main.candidates
+            )
+    if problem is not None:
+        return Outcome("refuse", "auto", error=f"{problem} [moe-oracle]", table=[f"{head}: REFUSED, {label}"])
     routes, lines = [], []
     for gd in decision.groups:
+        pin = request.for_group(gd.group.name)
+        if pin == "vllm":
+            routes.append(GroupRoute(gd.group.name, gd.group.layers, None, None, None, "pinned to vLLM's own MoE"))
+            continue
+        matches = matcher(pin)
         pool = [c for c in (*gd.candidates, *gd.conversions) if matches(c) and c.eligible]
         ok = next((c for c in pool if not plugin_reasons(decision, gd, c)), None)
         if ok is None:
@@ -489,8 +551,17 @@ def register() -> None:
         logger.warning("moe-oracle: vLLM plug-in not active (%s: %s)", type(exc).__name__, exc)
         return
     table = cfgmod.MODELS_CONFIG_MAP
-    for arch in F.HOOKED_ARCHITECTURES:
+    for arch in hooked_architectures():
         base = table.get(arch, cfgmod.VerifyAndUpdateConfig)
         if getattr(base, "_moe_oracle_wrapped", False):
             continue
         table[arch] = wrap_entry(base, arch)
+
+
+def hooked_architectures() -> list[str]:
+    """Every architecture vLLM's registry knows, and those the plug-in serves: the hook runs for each, so an
+    explicit choice is judged (and refused where the layer cannot serve it) whatever the architecture; under
+    ``auto`` an architecture the layer cannot serve costs one dictionary lookup (``resolve``)."""
+    from vllm.model_executor.models import ModelRegistry
+
+    return sorted({*ModelRegistry.get_supported_archs(), *F.HOOKED_ARCHITECTURES})

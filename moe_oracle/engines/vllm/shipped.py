@@ -11,17 +11,26 @@ writes here in process 0 is what every layer reads at construction (vllm-0.33.md
     variant ``backend:variant`` served through moe-oracle's runtime (validated before any weight
     loads, refused with every reason, never replaced). ``emulation:<variant>`` builds the variant's
     numerics twin instead of the kernel (checking a deployment on a machine without its GPU).
-    ``MOE_ORACLE_VLLM_BACKEND`` sets the same from the environment (for scripts); the config wins.
+    A JSON object pins each layer group's own choice, ``{"moe": "B:V", "mtp": "vllm"}``: every layer
+    group the launch builds is named, each with a variant or ``vllm`` (vLLM's own MoE for that group).
+    ``MOE_ORACLE_VLLM_BACKEND`` sets the same from the environment (for scripts; a string, or the
+    JSON object); the config wins.
 ``allow_lossy_conversion``, ``convert``
     as ``moe-oracle select --allow-lossy-conversion`` / ``--no-convert``.
+``plan``
+    written by the config hook: the decision fingerprint and, per layer group, the layers and the
+    :class:`~moe_oracle.engines.vllm.bridge.LayerPlan` (``None``: vLLM's own MoE serves the group).
+    One passed in is checked for shape and must carry the fingerprint of the decision the hook
+    reaches (it is then replaced by the hook's own); anything else is refused.
 
-The hook adds ``plan``: the decision fingerprint and, per layer group, the layers and the
-:class:`~moe_oracle.engines.vllm.bridge.LayerPlan` (``None``: vLLM's own MoE serves the group).
+Every value is checked before the config is accepted; a refusal is one line naming the key and a
+shortened copy of the value (:func:`shown`).
 Torch-free: the config hook runs where vLLM builds its config, which may be a process without a GPU.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -32,6 +41,8 @@ from moe_oracle.model.types import MoELayerGroup
 KEY = "moe_oracle"
 ENV_BACKEND = "MOE_ORACLE_VLLM_BACKEND"
 _KNOWN = ("backend", "allow_lossy_conversion", "convert", "plan")
+_NAME = re.compile(r"[a-z0-9_.+]{1,64}")
+_GROUP = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 _FIX = '--additional-config \'{"moe_oracle": {"backend": "auto"}}\' (or a backend:variant, or vllm)'
 
 
@@ -76,65 +87,208 @@ class LayerPlan:
 
 @dataclass(frozen=True)
 class Request:
-    """What the operator asked of the plug-in (``backend`` normalized: ``auto``, ``vllm`` or ``backend:variant``)."""
+    """What the operator asked of the plug-in.
+
+    ``backend``: ``auto``, ``vllm`` or ``backend:variant`` (``*:variant`` for ``emulation:<variant>``);
+    ``groups``: the per-layer-group pins (``{name: "backend:variant" | "vllm"}``), or None for one
+    choice for every group (``backend``); ``source``: where the choice came from (for messages).
+    """
 
     backend: str = "auto"
     emulate: bool = False
     allow_lossy: bool = False
     convert: bool = True
+    groups: Mapping[str, str] | None = None
+    source: str = f"additional_config['{KEY}']['backend']"
+    #: the ``plan`` passed in (already checked for shape), or None
+    plan: Mapping[str, Any] | None = None
 
     @property
     def explicit(self) -> bool:
-        return self.backend not in ("auto", "vllm")
+        return self.groups is not None or self.backend not in ("auto", "vllm")
+
+    def for_group(self, name: str) -> str | None:
+        """This group's pin (``backend:variant`` or ``vllm``); None when the map does not name it."""
+        if self.groups is None:
+            return self.backend
+        return self.groups.get(name)
+
+    def label(self) -> str:
+        """The request as the operator wrote it, for the table and refusals."""
+        if self.groups is None:
+            return f"moe_oracle.backend={'emulation:' if self.emulate else ''}{self.backend}"
+        pins = ", ".join(
+            f"{k}={'emulation:' if self.emulate and v != 'vllm' else ''}{v}" for k, v in self.groups.items()
+        )
+        return f"moe_oracle.backend={{{pins}}}"
+
+
+#: longest echo of an operator's value in a refusal
+SHOWN = 60
+
+
+def shown(value: Any) -> str:
+    """``repr(value)``, cut to :data:`SHOWN` characters with the full length said (a refusal stays one short line)."""
+    text = " ".join(repr(value).split())
+    if len(text) <= SHOWN:
+        return text
+    return f"{text[: SHOWN - 1]}… ({len(text)} characters)"
+
+
+def _backend_value(raw: Any, where: str) -> tuple[str, bool]:
+    """One backend spelling -> (normalized, emulate); BadInputError for anything else."""
+    if not isinstance(raw, str) or not raw.strip():
+        raise BadInputError(f"{where} = {shown(raw)} must be a non-empty string", fix=_FIX)
+    text = raw.strip().lower().replace("-", "_")
+    emulate = text.startswith("emulation:")
+    if emulate:
+        text = text.split(":", 1)[1]
+        if ":" not in text:
+            text = f"*:{text}"  # emulation:<variant>: the backend is resolved from the registry
+    name, _, variant = text.partition(":")
+    plain = text in ("auto", "vllm") and not emulate
+    well_formed = bool(name and variant and _NAME.fullmatch(variant) and (name == "*" or _NAME.fullmatch(name)))
+    if not plain and not well_formed:
+        raise BadInputError(
+            f"{where} = {shown(raw)} names no variant",
+            fix="use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or vllm.",
+        )
+    return text, emulate
+
+
+def _group_pins(raw: Mapping[Any, Any], where: str) -> tuple[dict[str, str], bool]:
+    """A per-layer-group map -> ({group: pin}, emulate)."""
+    if not raw:
+        raise BadInputError(f"{where} = {{}} names no layer group", fix=_FIX)
+    pins: dict[str, str] = {}
+    modes = set()
+    for name, value in raw.items():
+        if not isinstance(name, str) or not _GROUP.fullmatch(name):
+            raise BadInputError(f"{where} has a layer-group name {shown(name)} that is not a name", fix=_FIX)
+        text, emulate = _backend_value(value, f"{where}[{name!r}]")
+        if text == "auto":
+            raise BadInputError(
+                f"{where}[{name!r}] = 'auto': a layer-group pin is a variant or 'vllm'",
+                fix="pin a variant or 'vllm' for the group, or pass backend 'auto' for the whole model.",
+            )
+        if text != "vllm":
+            modes.add(emulate)
+        pins[name] = text
+    if len(modes) > 1:
+        raise BadInputError(
+            f"{where} mixes emulation: and kernel variants", fix="use emulation: for every pinned group or for none."
+        )
+    return pins, modes == {True}
+
+
+def _backend_from_env(env: Mapping[str, str]) -> Any:
+    """``MOE_ORACLE_VLLM_BACKEND``: a backend string, or a JSON object of per-group pins."""
+    raw = env.get(ENV_BACKEND)
+    if raw is None:
+        return None
+    text = raw.strip()
+    if text.startswith("{"):
+        import json
+
+        try:
+            return json.loads(text)
+        except ValueError as exc:
+            raise BadInputError(
+                f"{ENV_BACKEND}={shown(raw)} is not valid JSON ({exc.msg} at column {exc.colno})", fix=_FIX
+            ) from None
+    return raw
 
 
 def read_request(additional_config: Any, env: Mapping[str, str]) -> Request:
     """The operator's request from ``additional_config[KEY]`` (then ``MOE_ORACLE_VLLM_BACKEND``).
 
-    Raises :class:`BadInputError` (one line: value, rule, fix) for anything it cannot read.
+    Raises :class:`BadInputError` (one line: key, shortened value, rule, fix) for anything it cannot read.
     """
     entry: Any = {}
     if isinstance(additional_config, Mapping):
         entry = additional_config.get(KEY, {})
     elif additional_config not in (None, ""):
         raise BadInputError(
-            f"--additional-config {additional_config!r} is not a JSON object (vLLM keeps a non-JSON value as a string)",
+            f"--additional-config {shown(additional_config)} is not a JSON object (vLLM keeps a non-JSON value as a "
+            "string)",
             fix=f"pass a JSON object, e.g. {_FIX}.",
         )
     if not isinstance(entry, Mapping):
-        raise BadInputError(f"additional_config['{KEY}'] = {entry!r} must be a JSON object", fix=f"use {_FIX}.")
-    unknown = sorted(set(entry) - set(_KNOWN))
+        raise BadInputError(f"additional_config['{KEY}'] = {shown(entry)} must be a JSON object", fix=f"use {_FIX}.")
+    unknown = sorted(set(entry) - set(_KNOWN), key=str)
     if unknown:
         raise BadInputError(
-            f"additional_config['{KEY}'] has unknown key(s) {', '.join(map(repr, unknown))}",
+            f"additional_config['{KEY}'] has unknown key(s) {', '.join(shown(k) for k in unknown[:5])}",
             fix=f"use only {', '.join(_KNOWN[:3])}.",
         )
-    raw = entry.get("backend", env.get(ENV_BACKEND, "auto"))
-    if not isinstance(raw, str) or not raw.strip():
-        raise BadInputError(f"additional_config['{KEY}']['backend'] = {raw!r} must be a non-empty string", fix=_FIX)
+    if "backend" in entry:
+        raw, where = entry["backend"], f"additional_config['{KEY}']['backend']"
+    else:
+        raw, where = _backend_from_env(env), ENV_BACKEND
+        if raw is None:
+            raw, where = "auto", f"additional_config['{KEY}']['backend']"
     flags = {}
     for name in ("allow_lossy_conversion", "convert"):
         value = entry.get(name)
         if value is not None and not isinstance(value, bool):
-            raise BadInputError(f"additional_config['{KEY}']['{name}'] = {value!r} must be true or false", fix=_FIX)
+            raise BadInputError(
+                f"additional_config['{KEY}']['{name}'] = {shown(value)} must be true or false", fix=_FIX
+            )
         flags[name] = value
-    text = raw.strip().lower().replace("-", "_")
-    emulate = text.startswith("emulation:")
-    if emulate:
-        text = text.split(":", 1)[1]
-    if emulate and ":" not in text:
-        text = f"*:{text}"  # emulation:<variant>: the backend is resolved from the registry
-    if not emulate and text not in ("auto", "vllm") and ":" not in text:
-        raise BadInputError(
-            f"additional_config['{KEY}']['backend'] = {raw!r} names no variant",
-            fix="use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or vllm.",
-        )
+    groups = None
+    if isinstance(raw, Mapping):
+        groups, emulate = _group_pins(raw, where)
+        text = "pinned"
+    else:
+        text, emulate = _backend_value(raw, where)
+    plan = entry.get("plan")
+    if plan is not None:
+        check_plan(plan)
     return Request(
         backend=text,
         emulate=emulate,
         allow_lossy=bool(flags["allow_lossy_conversion"]),
         convert=flags["convert"] is not False,
+        groups=groups,
+        source=where,
+        plan=plan,
     )
+
+
+_PLAN = f"additional_config['{KEY}']['plan']"
+_PLAN_FIX = "drop the plan key: the plug-in's config hook writes it."
+
+
+def check_plan(plan: Any) -> list[tuple[dict[str, Any], LayerPlan | None]]:
+    """Every group of a shipped plan with its parsed :class:`LayerPlan`; BadInputError (one line) for a plan
+    of another shape (what a worker would otherwise fail on much later)."""
+    from pydantic import ValidationError
+
+    if not isinstance(plan, Mapping) or plan.get("version") != 1 or not isinstance(plan.get("groups"), list):
+        raise BadInputError(
+            f"{_PLAN} = {shown(plan)} is not a plan the plug-in wrote (version 1, groups)", fix=_PLAN_FIX
+        )
+    out = []
+    for i, group in enumerate(plan["groups"]):
+        where = f"{_PLAN}['groups'][{i}]"
+        layers = group.get("layers") if isinstance(group, Mapping) else None
+        if not isinstance(layers, list) or not all(isinstance(x, int) and not isinstance(x, bool) for x in layers):
+            raise BadInputError(f"{where} = {shown(group)} has no list of layer indices", fix=_PLAN_FIX)
+        raw = group.get("layer_plan")
+        if raw is None:
+            out.append((dict(group), None))
+            continue
+        try:
+            if not isinstance(raw, Mapping):
+                raise TypeError("not an object")
+            layer_plan = LayerPlan.from_json(raw)
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            what = f"missing {exc}" if isinstance(exc, KeyError) else type(exc).__name__
+            raise BadInputError(
+                f"{where}['layer_plan'] = {shown(raw)} cannot be read ({what})", fix=_PLAN_FIX
+            ) from None
+        out.append((dict(group), layer_plan))
+    return out
 
 
 #: the kernel libraries of the ``all`` profile; an ``emulation:`` request builds the variant's numerics twin
@@ -178,8 +332,15 @@ def planned_groups(additional_config: Any) -> list[dict[str, Any]]:
 
 
 def plan_for_layer(additional_config: Any, layer_index: int) -> LayerPlan | None:
-    """The :class:`LayerPlan` of the group that holds decoder layer ``layer_index``, or None (vLLM's own MoE)."""
-    for group in planned_groups(additional_config):
-        if layer_index in group.get("layers", ()) and group.get("layer_plan"):
-            return LayerPlan.from_json(group["layer_plan"])
+    """The :class:`LayerPlan` of the group that holds decoder layer ``layer_index``, or None (vLLM's own MoE).
+
+    A plan of another shape raises :class:`BadInputError` (one line), never a ``KeyError`` in a worker.
+    """
+    entry = additional_config.get(KEY) if isinstance(additional_config, Mapping) else None
+    plan = entry.get("plan") if isinstance(entry, Mapping) else None
+    if plan is None:
+        return None
+    for group, layer_plan in check_plan(plan):
+        if layer_index in group["layers"]:
+            return layer_plan
     return None

@@ -13,11 +13,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.engines.vllm import flags as F
+from moe_oracle.engines.vllm.shipped import ENV_BACKEND, shown
 
 logger = logging.getLogger("vllm.plugins.moe_oracle")
 
 ENV_DEVICE = "MOE_ORACLE_VLLM_DEVICE"
 ENV_DOMAIN = "MOE_ORACLE_DOMAIN_SIZE"
+ENV_SWITCH = "MOE_ORACLE_VLLM_PLUGIN"
+#: the plug-in switch's spellings (anything else is refused)
+SWITCH_ON = ("1", "true", "on", "yes")
+SWITCH_OFF = ("0", "false", "off", "no")
+#: the plug-in's own environment variables, read in the process that builds the config
+PLUGIN_ENV = (ENV_SWITCH, ENV_DEVICE, ENV_DOMAIN, ENV_BACKEND)
 #: Environment a decision reads, with vLLM's own defaults where vLLM has one.
 _ENV_READ = (*F.ENGINE_ENV, "MORI_SHMEM_HEAP_SIZE", "DG_USE_FP4_ACTS", "DG_USE_FP8_COMBINE")
 
@@ -54,6 +61,8 @@ class VllmSnapshot:
     #: each builds its own config, and only the process that owns the whole server logs the table
     api_process_count: int = 1
     api_process_rank: int = 0
+    #: ``parallel_config.data_parallel_rank``: 0 on the head node, the start rank on a ``--headless`` node
+    dp_rank: int = 0
     #: where the device came from (``MOE_ORACLE_VLLM_DEVICE`` or the platform probe), and what was
     #: adjusted because of it (shown in the decision table)
     device_source: str = "platform"
@@ -107,7 +116,7 @@ def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
     else:
         gpn = world
     nodes = max(1, -(-world // gpn))
-    domain = int(snap.env.get(ENV_DOMAIN) or base.domain_size)
+    domain = domain_size(snap.env) or base.domain_size
     ep = snap.tp * snap.dp if snap.enable_expert_parallel else 1
     all2all = None if snap.all2all_backend in (None, F.DEFAULT_ALL2ALL) else snap.all2all_backend
     deployment = Deployment(
@@ -133,6 +142,46 @@ def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
     if software is None:
         raise BadInputError(f"moe-oracle has no software profile {snap.software!r}")
     return description, deployment, software
+
+
+def _positive(env: dict[str, str], name: str, upper: int) -> int | None:
+    from moe_oracle.errors import BadInputError
+
+    raw = env.get(name)
+    if raw is None or not raw.strip():
+        return None
+    text = raw.strip()
+    if not text.isdigit() or not 1 <= int(text) <= upper:
+        raise BadInputError(
+            f"{name}={shown(raw)} is not a whole number from 1 to {upper}",
+            fix=f"unset {name} or set it to the GPUs of one NVLink/XGMI domain (e.g. 8, 72).",
+        )
+    return int(text)
+
+
+def domain_size(env: dict[str, str]) -> int | None:
+    """``MOE_ORACLE_DOMAIN_SIZE``: the NVLink/XGMI domain in GPUs, or None (the device's own)."""
+    return _positive(env, ENV_DOMAIN, 4096)
+
+
+def check_env(env: dict[str, str]) -> None:
+    """Every moe-oracle variable of the plug-in, checked before the config is accepted (BadInputError, one line)."""
+    from moe_oracle.errors import BadInputError
+    from moe_oracle.spec.device import DEVICES
+
+    switch = env.get(ENV_SWITCH)
+    if switch is not None and switch.strip().lower() not in (*SWITCH_ON, *SWITCH_OFF):
+        raise BadInputError(
+            f"{ENV_SWITCH}={shown(switch)} is neither on nor off",
+            fix=f"set {ENV_SWITCH}=1 (on) or {ENV_SWITCH}=0 (off).",
+        )
+    device = env.get(ENV_DEVICE)
+    if device is not None and device.strip().lower() not in DEVICES:
+        raise BadInputError(
+            f"{ENV_DEVICE}={shown(device)} is not a device moe-oracle knows",
+            fix=f"use one of {', '.join(DEVICES)}, or unset it.",
+        )
+    domain_size(env)
 
 
 def _layout(snap: VllmSnapshot) -> str:
@@ -183,10 +232,9 @@ def _platform(env: dict[str, str]) -> tuple[str | None, str | None, str, float |
     """
     from moe_oracle.spec.device import DEVICES
 
+    check_env(env)
     override = (env.get(ENV_DEVICE) or "").strip().lower()
     spec = DEVICES.get(override) if override else None
-    if override and spec is None:
-        raise ValueError(f"{ENV_DEVICE}={override!r} is not a known device (use one of: {', '.join(DEVICES)})")
     device, arch, label, memory = _probe_platform()
     if spec is None:
         return device, arch, label, memory, "platform"
@@ -223,7 +271,7 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
 
     mc, pc, sched = _attr(vllm_config, "model_config"), _attr(vllm_config, "parallel_config"), None
     sched = _attr(vllm_config, "scheduler_config")
-    env = {k: os.environ[k] for k in (*_ENV_READ, ENV_DOMAIN) if k in os.environ}
+    env = {k: os.environ[k] for k in (*_ENV_READ, *PLUGIN_ENV) if k in os.environ}
     device, arch, platform, memory, source = _platform(dict(os.environ))
     hf_config = _attr(mc, "hf_config")
     hf = hf_config.to_dict() if hasattr(hf_config, "to_dict") else dict(vars(hf_config))
@@ -231,8 +279,8 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
     tokens = int(_attr(sched, "max_num_batched_tokens"))
     seqs = int(getattr(sched, "max_num_seqs", 256) or 256)
     notes: tuple[str, ...] = ()
-    if source == ENV_DEVICE:
-        tokens, seqs, notes = batch_defaults_for(device, tp * dp * pp, tokens, seqs)
+    if source == ENV_DEVICE:  # vLLM 0.33 scales its CPU defaults by TP x PP (arg_utils.py:3157), not by DP
+        tokens, seqs, notes = batch_defaults_for(device, tp * pp, tokens, seqs)
     return VllmSnapshot(
         architecture=architecture,
         hf_config=hf,
@@ -260,6 +308,7 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
         additional_config=getattr(vllm_config, "additional_config", None),
         api_process_count=int(getattr(pc, "_api_process_count", 1) or 1),
         api_process_rank=int(getattr(pc, "_api_process_rank", 0) or 0),
+        dp_rank=int(getattr(pc, "data_parallel_rank", 0) or 0),
         device_source=source,
         notes=notes,
         software="installed",
@@ -280,8 +329,9 @@ def _attr(obj: Any, name: str) -> Any:
 def batch_defaults_for(device: str | None, world: int, tokens: int, seqs: int) -> tuple[int, int, tuple[str, ...]]:
     """Replace vLLM's CPU batch defaults by the named GPU's when a CPU platform stands in for it.
 
-    On a CPU vLLM 0.33 defaults to 2048 / 4096 tokens and 128 / 256 sequences per world-size unit
-    (API server / LLM class, ``engine/arg_utils.py get_batch_defaults``); values equal to those are
+    On a CPU vLLM 0.33 defaults to 2048 / 4096 tokens and 128 / 256 sequences per unit of ``world``
+    = TP x PP (API server / LLM class, ``engine/arg_utils.py`` ``get_batch_defaults``, called with
+    ``pipeline_parallel_size * tensor_parallel_size`` at line 3157); values equal to those are
     taken as defaults, and the named device's ``vllm serve`` defaults are used instead. Anything
     else was set by the operator and stays.
     """
