@@ -267,7 +267,8 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
 
 def _stale_plan(request: Any, decision: Any, head: str) -> Outcome | None:
     """A ``plan`` passed in (checked for shape by :func:`read_request`) must be the one this decision writes."""
-    from moe_oracle.engines.vllm.shipped import KEY, shown
+    from moe_oracle.engines.vllm.shipped import KEY
+    from moe_oracle.errors import excerpt as shown
 
     if request.plan is None:
         return None

@@ -24,7 +24,7 @@ writes here in process 0 is what every layer reads at construction (vllm-0.33.md
     reaches (it is then replaced by the hook's own); anything else is refused.
 
 Every value is checked before the config is accepted; a refusal is one line naming the key and a
-shortened copy of the value (:func:`shown`).
+bounded copy of the value (:func:`moe_oracle.errors.excerpt`).
 Torch-free: the config hook runs where vLLM builds its config, which may be a process without a GPU.
 """
 
@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from moe_oracle.errors import BadInputError
+from moe_oracle.errors import excerpt as shown
 from moe_oracle.model.types import MoELayerGroup
 
 KEY = "moe_oracle"
@@ -121,18 +122,6 @@ class Request:
             f"{k}={'emulation:' if self.emulate and v != 'vllm' else ''}{v}" for k, v in self.groups.items()
         )
         return f"moe_oracle.backend={{{pins}}}"
-
-
-#: longest echo of an operator's value in a refusal
-SHOWN = 60
-
-
-def shown(value: Any) -> str:
-    """``repr(value)``, cut to :data:`SHOWN` characters with the full length said (a refusal stays one short line)."""
-    text = " ".join(repr(value).split())
-    if len(text) <= SHOWN:
-        return text
-    return f"{text[: SHOWN - 1]}… ({len(text)} characters)"
 
 
 def _backend_value(raw: Any, where: str) -> tuple[str, bool]:

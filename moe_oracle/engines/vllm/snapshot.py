@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.engines.vllm import flags as F
-from moe_oracle.engines.vllm.shipped import ENV_BACKEND, shown
+from moe_oracle.engines.vllm.shipped import ENV_BACKEND
+from moe_oracle.errors import excerpt as shown
 
 logger = logging.getLogger("vllm.plugins.moe_oracle")
 
@@ -165,7 +166,7 @@ def domain_size(env: dict[str, str]) -> int | None:
 
 
 def check_env(env: dict[str, str]) -> None:
-    """Every moe-oracle variable of the plug-in, checked before the config is accepted (BadInputError, one line)."""
+    """The plug-in's own variables, checked before the config is accepted (BadInputError, one line)."""
     from moe_oracle.errors import BadInputError
     from moe_oracle.spec.device import DEVICES
 
