@@ -18,7 +18,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "moe_oracle"
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset(members.split(" ")))
     for name, members in (
-        ("vocabulary", " data errors hardware jsonfile model numerics presets rules shell software spec validation"),
+        (
+            "vocabulary",
+            " data errors hardware jsonfile model numerics output presets rules shell software spec validation",
+        ),
         ("declarations and inputs", "cost engine_gates inputs registry"),
         ("decision", "decide"),
         ("uses of the decision", "engines kernels plan probe_report report runtime"),

@@ -13,6 +13,7 @@ from typing import ClassVar
 import click
 
 from moe_oracle import __version__
+from moe_oracle.cli.streams import discard_pending_output, is_output_failure, prepare_streams, say
 from moe_oracle.errors import ExitCode, OracleError
 
 
@@ -69,9 +70,17 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+    if prepare_streams():
+        _fail(
+            "standard output is closed (>&-): the result would go nowhere",
+            code=ExitCode.BAD_INPUT,
+            fix="redirect it instead of closing it (> FILE, or > /dev/null to discard it)",
+        )
+        return int(ExitCode.BAD_INPUT)
     try:
         # standalone_mode=False: click returns ctx.exit() codes instead of calling sys.exit
         code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False)
+        sys.stdout.flush()  # a full or read-only target fails here, inside the handlers, not at exit
     except OracleError as exc:
         _fail(exc.one_line(), as_json, exc.exit_code, exc)
         return int(exc.exit_code)
@@ -93,6 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return _closed_stdout()
     except Exception as exc:
+        if is_output_failure(exc):
+            discard_pending_output()
+            _fail(
+                f"cannot write the output: {getattr(exc, 'strerror', None) or exc}",
+                code=ExitCode.BAD_INPUT,
+                fix="write to a target with free space that you may write to (> FILE on another file system)",
+            )
+            return int(ExitCode.BAD_INPUT)
         if os.environ.get("MOE_ORACLE_DEBUG"):
             raise
         _fail(
@@ -115,11 +132,15 @@ def _closed_stdout() -> int:
     return int(ExitCode.OK)
 
 
-def _fail(message: str, as_json: bool = False, code: int = 1, exc: OracleError | None = None) -> None:
+def _fail(
+    message: str, as_json: bool = False, code: int = 1, exc: OracleError | None = None, fix: str | None = None
+) -> None:
     """``error: <message>`` on stderr; with ``--json`` also the error document on stdout, so that stdout
-    is exactly one JSON document whatever happened: ``{"error", "exit_code", "kind", "message", "fix"}``."""
-    click.echo(f"error: {message}", err=True)
-    sys.stderr.flush()
+    is exactly one JSON document whatever happened: ``{"error", "exit_code", "kind", "message", "fix"}``.
+    A closed or full stderr loses the line, never the exit code."""
+    if fix:
+        message = f"{message} Fix: {fix}"
+    say(f"error: {message}")
     if as_json:
         import json
 
@@ -130,8 +151,5 @@ def _fail(message: str, as_json: bool = False, code: int = 1, exc: OracleError |
             "message": exc.message if exc is not None else message,
             "fix": exc.fix if exc is not None else None,
         }
-        try:
-            click.echo(json.dumps(doc, indent=2))
-            sys.stdout.flush()
-        except BrokenPipeError:
-            _closed_stdout()
+        if not say(json.dumps(doc, indent=2), err=False):
+            discard_pending_output()

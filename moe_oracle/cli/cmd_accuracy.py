@@ -6,7 +6,7 @@ import json
 
 import click
 
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, excerpt
 
 
 @click.command("accuracy")
@@ -61,8 +61,13 @@ def accuracy(
     if weights_dir is not None:
         from pathlib import Path
 
-        if not Path(weights_dir).exists():
-            raise BadInputError(f"--weights {weights_dir}: no such file or directory")
+        from moe_oracle.jsonfile import path_problem
+
+        problem = path_problem(Path(weights_dir))
+        if problem is not None:
+            raise BadInputError(
+                f"--weights {excerpt(weights_dir)} {problem}", fix="point --weights at a checkpoint directory"
+            )
     names = None if variants.strip().lower() == "all" else [v for v in variants.split(",") if v.strip()]
     if names is not None and not names:
         raise BadInputError("--variants is empty", fix="pass 'all' or a comma list of variants")

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import shlex
-from pathlib import Path
 from typing import Any
 
 import click
 
 from moe_oracle.errors import BadInputError
+from moe_oracle.output import write_text_file
 
 FORMATS = ("table", "markdown", "json", "html")
 
@@ -121,10 +121,7 @@ def _write(text: str, output: str | None) -> None:
     if output is None:
         click.echo(text, nl=False)
         return
-    try:
-        Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise BadInputError(f"--output {output}: cannot write: {exc.strerror or exc}") from None
+    write_text_file(output, text, "--output")
     click.echo(f"wrote {output}", err=True)
 
 

@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from moe_oracle.output import ensure_directory, write_text_file
 from moe_oracle.report.docs import DOCS_COMMAND, REPORT_FILES, generate_report_docs
 
 CLI_MD = "cli.md"
@@ -26,14 +27,8 @@ def generate_docs() -> dict[str, str]:
 
 
 def write_docs(directory: str | Path, generate: Callable[[], dict[str, str]] = generate_docs) -> list[Path]:
-    out = Path(directory)
-    out.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name, text in generate().items():
-        path = out / name
-        path.write_text(text, encoding="utf-8", newline="\n")
-        written.append(path)
-    return written
+    out = ensure_directory(directory, "--docs")
+    return [write_text_file(out / name, text, "--docs") for name, text in generate().items()]
 
 
 def stale(directory: str | Path) -> list[str]:

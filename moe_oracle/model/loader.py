@@ -26,7 +26,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from moe_oracle.errors import ModelConfigError, UnknownModelError
+from moe_oracle.errors import ModelConfigError, UnknownModelError, excerpt
 from moe_oracle.jsonfile import MAX_JSON_BYTES, exists_or_dangling, parse_json_object, path_problem, read_json_object
 
 #: Largest config file read; a real ``config.json`` is a few kB, GLM-5-FP8's is 36 kB.
@@ -181,15 +181,17 @@ def load_model_source(source: str, *, allow_network: bool = False) -> RawModelCo
         source = os.fspath(source)
     if not isinstance(source, str) or not source.strip():
         raise UnknownModelError(
-            f"model source {source!r} is empty or not a string",
+            f"model source {excerpt(source)} is empty or not a string",
             fix="pass a preset id (" + ", ".join(list_presets()) + ") or a checkpoint directory",
         )
     if "\x00" in source:
-        raise UnknownModelError(f"model source {source!r} contains a NUL byte")
+        raise UnknownModelError(f"model source {excerpt(source)} contains a NUL byte")
     path = Path(source).expanduser()
     problem = path_problem(path)
     if problem is not None and problem != "does not exist":
-        raise UnknownModelError(f"model source {source!r} {problem}", fix="pass an existing checkpoint directory")
+        raise UnknownModelError(
+            f"model source {excerpt(source)} {problem}", fix="pass an existing checkpoint directory"
+        )
     if problem is None:
         if path.is_dir():
             return _load_directory(path, source)
@@ -205,7 +207,7 @@ def load_model_source(source: str, *, allow_network: bool = False) -> RawModelCo
             return found
 
     raise UnknownModelError(
-        f"unknown model {source!r}: not an existing file or directory, not a bundled preset"
+        f"unknown model {excerpt(source)}: not an existing file or directory, not a bundled preset"
         + (", not in the local Hugging Face cache" if _HUB_ID.match(source) else "")
         + "; presets: "
         + ", ".join(list_presets()),

@@ -24,6 +24,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from moe_oracle.errors import ModelConfigError
+from moe_oracle.jsonfile import path_problem
 from moe_oracle.model.adapters._engine import order_groups
 from moe_oracle.model.adapters._view import check_int, decimal_int, decimal_number, is_number, json_type, show
 from moe_oracle.model.description_json import ACTIVATION_KEYS, GROUP_KEYS, ROUTING_KEYS, TOP_LEVEL_KEYS
@@ -321,7 +322,7 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
 def load_manual_description(path: str | Path) -> ModelDescription:
     """Read a manual description JSON file (bounded, UTF-8, strict JSON) and validate it."""
     file = Path(path).expanduser()
-    if not file.is_file():
+    if path_problem(file) is not None or not file.is_file():
         raise ModelConfigError(f"manual description {file} does not exist or is not a file", fix=_FIX)
     return manual_from_dict(read_json_file(file), where=str(file))
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from moe_oracle.jsonfile import path_problem
 from moe_oracle.model.types import ModelDescription
 
 
@@ -14,7 +15,8 @@ def resolve_model(source: str) -> ModelDescription:
     ``moe-oracle model --json`` prints); anything else goes through the model adapters.
     """
     path = Path(source)
-    if path.suffix.lower() == ".json" and path.is_file():
+    # path_problem first: a name too long for the file system makes is_file() raise (Python 3.11)
+    if path.suffix.lower() == ".json" and path_problem(path) is None and path.is_file():
         from moe_oracle.model.loader import read_json_file
 
         data = read_json_file(path)

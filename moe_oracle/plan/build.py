@@ -18,6 +18,7 @@ from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
+from moe_oracle.jsonfile import path_problem
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
@@ -110,7 +111,7 @@ def resolve_plan_software(name: str | None, device: str, engine: Engine) -> tupl
 
 def _model_arg(source: str, description: ModelDescription) -> str:
     path = Path(source)
-    if path.suffix.lower() == ".json" and path.is_file():
+    if path.suffix.lower() == ".json" and path_problem(path) is None and path.is_file():
         return str(path.parent) if path.name == "config.json" else description.model
     return source
 

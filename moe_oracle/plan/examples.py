@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moe_oracle.inputs import DeploymentFlags
+from moe_oracle.output import ensure_directory, write_text_file
 from moe_oracle.plan.build import PlanRequest, build_plan
 from moe_oracle.plan.model import LaunchPlan
 from moe_oracle.plan.render import render_markdown
@@ -199,6 +200,14 @@ def generate() -> dict[str, str]:
     return files
 
 
+def _read(path: Path) -> str | None:
+    """A committed example's text; ``None`` when it is missing or unreadable (then it is stale)."""
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def write_examples(directory: str | Path, *, check: bool = False) -> list[str]:
     """Write (or with ``check``, only compare) the examples; return the names that changed."""
     root = Path(directory)
@@ -206,12 +215,11 @@ def write_examples(directory: str | Path, *, check: bool = False) -> list[str]:
     changed = []
     for name, text in files.items():
         path = root / name
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
+        old = _read(path)
         if old != text:
             changed.append(name)
             if not check:
-                root.mkdir(parents=True, exist_ok=True)
-                path.write_text(text, encoding="utf-8")
+                write_text_file(ensure_directory(root, "--examples") / name, text, "--examples")
     return changed
 
 

@@ -214,3 +214,38 @@ def test_hostile_manual_flag_values(changed):
     code, _out, err = result
     if any(not v.isascii() and any(c.isdigit() for c in v) for v in changed.values()):
         assert code == 2, err  # no flag takes a non-ASCII digit
+
+
+#: Output targets an operator (or a script) names: devices, /proc, missing parents, files as directories,
+#: names over the file system's limit; plus arbitrary names under a fresh directory.
+special_targets = st.sampled_from(
+    ["/dev/full", "/dev/null", "/proc/moe-oracle-x", "/proc/self/status", "{tmp}", "{tmp}/missing/x.md",
+     "{tmp}/file/x.md", "{tmp}/" + "a" * 300, "{tmp}/" + "é" * 200, "{tmp}/a\nb", "{tmp}/$(touch X)"]
+)  # fmt: skip
+name_targets = st.text(
+    st.characters(blacklist_characters="/\x00", blacklist_categories=("Cs",)), min_size=1, max_size=40
+)
+#: ``--docs`` targets that fail before the (slow) generation; a writable directory is covered by tests/report.
+docs_targets = st.sampled_from(["/dev/full", "/dev/null", "/proc/moe-oracle-x", "{tmp}/file", "{tmp}/file/x"])
+
+
+def _write_to(args_for, target: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        open(os.path.join(tmp, "file"), "w").close()
+        code, _out, err = _run(args_for(target.replace("{tmp}", tmp)))
+        assert code in (0, 2), err[-1500:]
+        if code == 2:
+            assert err.startswith("error: ") and err.count("\n") == 1, err
+        assert not os.path.exists(os.path.join(tmp, "X"))
+
+
+@FUZZ
+@given(special_targets | name_targets.map(lambda n: "{tmp}/" + n))
+def test_matrix_output_targets(target):
+    _write_to(lambda path: ["matrix", "--models", "zai-org/GLM-5-FP8", "--devices", "h200", "-o", path], target)
+
+
+@FUZZ
+@given(docs_targets, st.sampled_from([("matrix", "--docs"), ("plan", "--examples")]))
+def test_docs_and_examples_targets(target, command):
+    _write_to(lambda path: [*command, path], target)
