@@ -12,8 +12,9 @@ conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below)
 
 from __future__ import annotations
 
+from moe_oracle.engine_gates.model_classes import why_no_mega
 from moe_oracle.model.types import WeightFormat
-from moe_oracle.rules import ReasonCode
+from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.engine import EngineConversion, EngineProfile, EngineSupport
 
@@ -32,6 +33,38 @@ _EP_SPANS_TP = c.scenario_predicate(
     sources=("sglang 0.5.23 srt/arg_groups/overrides.py:1578-1618 (_A2A_EP_SPANNING_BACKENDS, _a2a_ep_size)",),
 )
 
+
+def _rocm(sc: Scenario) -> bool:
+    return sc.deployment.device.vendor.value == "amd"
+
+
+_CLASS_SOURCES = (
+    "sglang 0.5.23 srt/arg_groups/mega_moe_hook.py:27-48 (no architecture allow-list)",
+    "srt/layers/moe/fused_moe_triton/layer.py:175-193 (megamoe without a mega forward: StandardDispatcher)",
+    "srt/layers/moe/mega_moe_sm90.py:137-138 (SM90 weights interleaved for mega in place)",
+    "moe_oracle/engine_gates/model_classes.py SGLANG (per class: file:line of the call or of the block)",
+)
+
+
+def _block_calls_mega(backend: str) -> object:
+    """The model's MoE block calls ``layers/moe/mega_moe.py`` (``engine_gates/model_classes.py``, per class)."""
+    return c.scenario_predicate(
+        ReasonCode.MODEL_CLASS_UNSUPPORTED,
+        lambda sc: not why_no_mega("sglang", sc.architecture, rocm=_rocm(sc)),
+        rule="the model's MoE block calls SGLang's mega path (forward_mega_moe / run_mega_routed_experts)",
+        message=lambda sc: (
+            f"SGLang {VERSION} accepts --moe-a2a-backend megamoe for {sc.architecture or sc.model_type}, but "
+            f"{why_no_mega('sglang', sc.architecture, rocm=_rocm(sc))}: its regular MoE runs (EP forced to span TP"
+            + (", SM90 FP8 expert weights re-laid-out for mega in place" if backend == "deep_gemm_mega_moe" else "")
+            + "), not "
+            + backend
+        ),
+        remediation="Leave --moe-a2a-backend unset (SGLang's default MoE serves this model), or use --engine vllm "
+        "where moe-oracle's plug-in serves it.",
+        sources=_CLASS_SOURCES,
+    )
+
+
 _DEEP_GEMM = EngineSupport(
     engine="sglang",
     version=VERSION,
@@ -41,7 +74,7 @@ _DEEP_GEMM = EngineSupport(
     "SGLANG_DSV4_FP4_DEQUANT=1), and mma types fp8xfp4 / mxf4xmxf4 (MXFP4 experts) and nvfp4xnvfp4 (NVFP4 "
     "experts) on SM100 (layers/moe/mega_moe.py:56-61); its sgl-deep-gemm 0.2.3.post2 has no SM90 FP4 kernel",
     remediation="Use the variant matching the checkpoint, or --engine none to judge the kernel alone.",
-    checks=(_EP_SPANS_TP,),
+    checks=(_block_calls_mega("deep_gemm_mega_moe"), _EP_SPANS_TP),
     sources=(
         _SRC,
         "fp8.py:2265-2273 (SM90: build_sm90_mega_moe_experts_weights, asserts not FP4)",
@@ -57,7 +90,7 @@ _AITER = EngineSupport(
     unsupported="SGLang's FlyDSL mega path builds MegaMoEV2 with quant=SGLANG_AMD_FLYDSL_MEGA_QUANT or 'a8w4' "
     "(layers/moe/mega_moe_flydsl.py:360); moe-oracle plans only the default a8w4",
     remediation="Use gfx950_a8w4.",
-    checks=(_EP_SPANS_TP,),
+    checks=(_block_calls_mega("aiter_mega_moe"), _EP_SPANS_TP),
     sources=(_SRC, "layers/moe/mega_moe_flydsl.py:187-229 (MegaMoEV2 per capacity; no EPLB or EP-size check)"),
 )
 

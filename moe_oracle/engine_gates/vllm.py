@@ -13,6 +13,7 @@ Two routes reach a fused kernel in vLLM 0.33:
 
 from __future__ import annotations
 
+from moe_oracle.engine_gates.model_classes import calls_mega, plugin_serves, plugin_why_not, why_no_mega
 from moe_oracle.model.types import Scoring, WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
@@ -35,13 +36,14 @@ def _is_dsv4(sc: Scenario) -> bool:
 
 
 def _dsv4_only(backend: str) -> object:
+    """The model file builds vLLM's native mega experts (``engine_gates/model_classes.py`` VLLM, per class)."""
     return c.scenario_predicate(
-        ReasonCode.ENGINE_UNSUPPORTED,
-        _is_dsv4,
-        rule=f"architecture in {{{', '.join(DSV4_ARCHITECTURES)}}}",
+        ReasonCode.MODEL_CLASS_UNSUPPORTED,
+        lambda sc: calls_mega("vllm", sc.architecture),
+        rule="the model's MoE block builds vLLM's native mega experts (NATIVE_MEGA_MOE_BACKENDS)",
         message=lambda sc: (
             f"vLLM {VERSION} wires {backend} only in the DeepSeek V4 model files; "
-            f"{sc.architecture or sc.model_type} builds FusedMoE and fails with \"moe_backend='{backend}' is not "
+            f"{why_no_mega('vllm', sc.architecture)}, and fails with \"moe_backend='{backend}' is not "
             'supported" during model init'
         ),
         remediation="Use --engine sglang, or serve this model with vLLM's default --moe-backend auto.",
@@ -191,16 +193,6 @@ _AITER = EngineSupport(
 )
 
 
-#: architectures whose MoE layers vLLM 0.33 builds as ``RoutedExperts`` through ``FusedMoEFactory`` (the
-#: class the plug-in replaces); DeepSeek V4 on ROCm passes its own ``routed_experts_cls`` (not replaced)
-FUSED_MOE_ARCHITECTURES = (
-    *DSV4_ARCHITECTURES[:3],
-    "GlmMoeDsaForCausalLM",
-    "Glm4MoeForCausalLM",
-    "Glm4MoeLiteForCausalLM",
-    "DeepseekV3ForCausalLM",
-    "DeepseekV32ForCausalLM",
-)
 _PLUGIN = "moe-oracle's vLLM plug-in (engines/vllm/layer.py: out-of-tree RoutedExperts)"
 _OOT = "vllm-0.33.md §8.2 item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
 
@@ -211,9 +203,9 @@ def served_architecture(architecture: str) -> bool:
 
 
 def _fused_moe_model(sc: Scenario) -> bool:
-    if sc.architecture not in FUSED_MOE_ARCHITECTURES:
-        return False
-    return not (_is_dsv4(sc) and sc.deployment.device.vendor.value == "amd")
+    """vLLM builds the model's MoE as the plain ``RoutedExperts`` the plug-in replaces (DeepSeek V4 on ROCm passes
+    its own ``routed_experts_cls``, ``models/deepseek_v4/amd/model.py:749-772``)."""
+    return plugin_serves(sc.architecture) and not (_is_dsv4(sc) and sc.deployment.device.vendor.value == "amd")
 
 
 def _vllm_reads_format(g) -> bool:
@@ -232,16 +224,20 @@ _MOE_ORACLE = EngineSupport(
     route="moe-oracle",
     checks=(
         c.scenario_predicate(
-            ReasonCode.ENGINE_UNSUPPORTED,
+            ReasonCode.MODEL_CLASS_UNSUPPORTED,
             _fused_moe_model,
             rule="the model's MoE is vLLM's RoutedExperts (FusedMoEFactory), which the plug-in replaces",
             message=lambda sc: (
-                f"vLLM {VERSION} builds the MoE of {sc.architecture or sc.model_type} on "
-                f"{sc.deployment.device.vendor.value.upper()} with its own routed-experts class (not the "
-                "RoutedExperts the moe-oracle plug-in replaces)"
+                f"vLLM {VERSION} on {sc.deployment.device.vendor.value.upper()}: "
+                + (
+                    "DeepSeek V4 passes its own routed_experts_cls on ROCm (models/deepseek_v4/amd/model.py:749-772), "
+                    "not the RoutedExperts the moe-oracle plug-in replaces"
+                    if _is_dsv4(sc)
+                    else plugin_why_not(sc.architecture or sc.model_type)
+                )
             ),
             remediation="Serve this model with vLLM's own backends, or with SGLang.",
-            sources=(_OOT, "vllm-0.33.md §4, §6, §7.3"),
+            sources=(_OOT, "vllm-0.33.md §4, §6, §7.3", "moe_oracle/engine_gates/model_classes.py VLLM"),
         ),
         c.scenario_predicate(
             ReasonCode.EP_REQUIRED,

@@ -28,6 +28,7 @@ class ReasonCode(str, Enum):
     MEMORY_EXCEEDED = "MEMORY_EXCEEDED"
     CONVERSION_LOSSY = "CONVERSION_LOSSY"
     ENGINE_UNSUPPORTED = "ENGINE_UNSUPPORTED"
+    MODEL_CLASS_UNSUPPORTED = "MODEL_CLASS_UNSUPPORTED"
     KNOWN_BAD = "KNOWN_BAD"
 
     @property
@@ -58,5 +59,9 @@ _MEANING: dict[ReasonCode, str] = {
     ReasonCode.MEMORY_EXCEEDED: "Converted expert weights would not fit per rank with room for the KV cache.",
     ReasonCode.CONVERSION_LOSSY: "A load-time format conversion would change the model's numerics (needs opt-in).",
     ReasonCode.ENGINE_UNSUPPORTED: "The target engine version has no code path for this backend here.",
+    ReasonCode.MODEL_CLASS_UNSUPPORTED: (
+        "The engine's MoE block for this model class never calls this path: the engine accepts the flag and "
+        "runs its regular MoE."
+    ),
     ReasonCode.KNOWN_BAD: "A published advisory says this combination gives wrong results.",
 }

@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from moe_oracle.engine_gates import model_classes as MC
 from moe_oracle.engines.sglang import flags as SF
 from moe_oracle.engines.vllm import flags as VF
 from tests.engines.wheels import Wheel, wheel_or_skip
@@ -146,3 +147,61 @@ def test_sglang_environment_variables_exist_with_their_defaults(sglang_wheel: Wh
     mega = sglang_wheel.text("sglang/srt/arg_groups/mega_moe_hook.py")
     assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK" in mega and "chunked_prefill_size" in mega
     assert set(SF.EMITTED_ENV) <= set(SF.ENGINE_ENV) | set(SF.LIBRARY_ENV)
+
+
+# --- per model class (engine_gates/model_classes.py) -------------------------------------------
+
+_CITE = re.compile(r"((?:model_executor/)?models/[\w/]+\.py):(\d+)")
+_SGLANG_MEGA_CALL = re.compile(r"forward_mega_moe|run_mega_routed_experts|_use_mega_moe|should_use_mega_moe")
+
+
+def _cited(text: str) -> tuple[str, int]:
+    m = _CITE.search(text)
+    assert m, text
+    return m.group(1), int(m.group(2))
+
+
+def _window(lines: list[str], line: int, before: int = 3, after: int = 3) -> str:
+    return "\n".join(lines[max(0, line - 1 - before) : line + after])
+
+
+def _carriers(table: tuple[MC.ModelClass, ...], row: MC.ModelClass) -> set[str]:
+    """Names that show a cited entry line reaches ``row.block``: the block, an architecture built on it, its model."""
+    names = {row.block, *row.architectures, row.block.removesuffix("SparseMoeBlock") + "Model", "FusedMoEFactory("}
+    names |= {a for r in table if r.block == row.block for a in r.architectures}
+    return names
+
+
+@pytest.mark.parametrize("row", MC.SGLANG, ids=lambda r: r.architectures[0])
+def test_sglang_model_class_rows_match_the_wheel(sglang_wheel: Wheel, row: MC.ModelClass) -> None:
+    path, line = _cited(row.source)
+    text = sglang_wheel.text(f"sglang/srt/{path}")
+    lines = text.splitlines()
+    if row.mega:
+        assert _SGLANG_MEGA_CALL.search(_window(lines, line, 0, 8)), (path, line)
+    else:
+        assert f"class {row.block}(" in lines[line - 1], (path, line, lines[line - 1])
+        assert not _SGLANG_MEGA_CALL.search(text), f"{path} calls the mega path"
+    epath, eline = _cited(row.entry)
+    window = _window(sglang_wheel.text(f"sglang/srt/{epath}").splitlines(), eline)
+    assert any(name in window for name in _carriers(MC.SGLANG, row)), (epath, eline, window)
+
+
+@pytest.mark.parametrize("row", MC.VLLM, ids=lambda r: r.architectures[0])
+def test_vllm_model_class_rows_match_the_wheel(vllm_wheel: Wheel, row: MC.ModelClass) -> None:
+    path, line = _cited(row.source)
+    lines = vllm_wheel.text(f"vllm/{path}").splitlines()
+    if row.mega:
+        assert "use_native_mega_moe" in lines[line - 1], (path, line)
+    elif row.oot:
+        assert "FusedMoEFactory(" in lines[line - 1], (path, line, lines[line - 1])
+        call = "\n".join(lines[line - 1 : line + 30]).split("\n        )", 1)[0]
+        assert "routed_experts_cls" not in call, (path, line)
+    else:
+        assert "routed_experts_cls=" in lines[line - 1] and row.block in lines[line - 1], (path, line)
+    epath, eline = _cited(row.entry)
+    window = _window(vllm_wheel.text(f"vllm/{epath}").splitlines(), eline)
+    assert any(name in window for name in _carriers(MC.VLLM, row)), (epath, eline, window)
+    registry = vllm_wheel.text("vllm/model_executor/models/registry.py")
+    for arch in row.architectures:
+        assert f'"{arch}"' in registry, arch

@@ -171,6 +171,12 @@ def test_engine_unsupported():
     assert "hard-codes quant='a8w4'" in r.message
 
 
+def test_model_class_unsupported():
+    glm45 = manual(fmt="fp8_block", hidden=4096, inter=1536, experts=128, top_k=8, architecture="Glm4MoeForCausalLM")
+    (r,) = has(run(glm45, "h200", dp=8, ep=8, engine="sglang"), SM90_FP8, "MODEL_CLASS_UNSUPPORTED")
+    assert "Glm4MoeSparseMoeBlock" in r.message and "glm4_moe.py:402" in r.message
+
+
 def test_known_bad_from_bundled_advisory():
     (r,) = has(run(V4_FLASH, "mi355x", dp=8, ep=8, engine="vllm"), A8W4, "KNOWN_BAD")
     assert "MOA-2026-001" in r.message and "github.com" in r.remediation
@@ -224,6 +230,7 @@ def test_every_reason_code_is_covered():
         "TOKENS_UNSUPPORTED": "test_tokens_unsupported",
         "HEAP_TOO_SMALL": "test_heap_too_small",
         "ENGINE_UNSUPPORTED": "test_engine_unsupported",
+        "MODEL_CLASS_UNSUPPORTED": "test_model_class_unsupported",
         "KNOWN_BAD": "test_known_bad_from_bundled_advisory",
         "MEMORY_EXCEEDED": "test_memory_exceeded",
         "CONVERSION_LOSSY": "test_conversion_lossy",

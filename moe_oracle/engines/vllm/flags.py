@@ -8,6 +8,8 @@ checks every one of them against the real package (the argument parser of
 
 from __future__ import annotations
 
+from moe_oracle.engine_gates.model_classes import plugin_architectures
+
 VERSION = "0.33.0"
 #: vLLM releases the plug-in acts on (PEP 440): the 0.33 series, whose sources the rules were read from.
 #: Outside it the plug-in says so at WARNING and leaves vLLM alone.
@@ -54,7 +56,7 @@ LIBRARY_ENV: dict[str, str] = {
 }
 EMITTED_ENV: tuple[str, ...] = ("VLLM_ROCM_USE_AITER", "VLLM_ROCM_USE_AITER_MOE", "MORI_SHMEM_HEAP_SIZE")
 
-#: ``MODELS_CONFIG_MAP`` entries the plug-in wraps: DeepSeek V4 and GLM MoE architectures.
+#: DeepSeek V4 and GLM MoE architectures (``MODELS_CONFIG_MAP`` entries the plug-in wraps, among others).
 DSV4_ARCHITECTURES: tuple[str, ...] = (
     "DeepseekV4ForCausalLM",
     "DeepseekV41ForCausalLM",
@@ -67,7 +69,9 @@ GLM_ARCHITECTURES: tuple[str, ...] = (
     "Glm5NextForCausalLM",
     "Glm5NextForConditionalGeneration",
 )
-HOOKED_ARCHITECTURES: tuple[str, ...] = DSV4_ARCHITECTURES + GLM_ARCHITECTURES
+#: every architecture whose MoE the plug-in's out-of-tree RoutedExperts serves (one table:
+#: ``engine_gates/model_classes.py`` VLLM), so the decision's plug-in route and the hook agree
+HOOKED_ARCHITECTURES: tuple[str, ...] = plugin_architectures()
 
 DEFAULT_RPC_PORT = 13345
 

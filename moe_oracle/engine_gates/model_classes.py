@@ -1,0 +1,397 @@
+"""Per model class: which MoE block each engine builds, and whether that block calls a mega path.
+
+An engine accepts its mega flag for every model (SGLang 0.5.23 has no architecture allow-list for
+``--moe-a2a-backend megamoe``, ``arg_groups/mega_moe_hook.py:27-48``), but only some model files'
+MoE blocks call the fused kernel; the others run the engine's regular MoE with the flag's side
+effects (EP forced to span TP, SM90 expert weights re-laid-out in place). Which classes call it is
+a fact of each engine version, kept here as data with the source line of every row:
+
+* :data:`SGLANG` (SGLang 0.5.23, paths under ``sglang/srt/``): ``mega`` is whether the block calls
+  ``layers/moe/mega_moe.py`` (``forward_mega_moe`` / ``run_mega_routed_experts``); ``rocm`` whether
+  that call also diverts to AITER MegaMoEV2 (only ``DeepseekV2MoE``'s does, ``mega_moe.py:172-178``).
+* :data:`VLLM` (vLLM 0.33.0, paths under ``vllm/``): ``mega`` is whether the model file builds
+  vLLM's native mega experts (``NATIVE_MEGA_MOE_BACKENDS``); ``oot`` whether its MoE is the plain
+  ``RoutedExperts`` built by ``FusedMoEFactory`` (the class moe-oracle's plug-in replaces by exact
+  name, ``model_executor/custom_op.py:46-99``), and ``blocker`` what the plug-in cannot serve there.
+
+Architectures neither table lists are unknown to moe-oracle: the decision does not claim a mega path
+for them. Sources: ``shared/reference/families-2026-12.md`` §1.2, §1.4, §2.2, each line re-read in the
+wheels (``tests/engines/test_engine_vocabulary.py`` checks every cited line names the block).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelClass:
+    """One engine version's MoE block for a set of architectures.
+
+    ``source`` is ``file:line`` of the mega call (``mega``) or of the block that has none;
+    ``entry`` the line(s) where the architectures reach the block.
+    """
+
+    architectures: tuple[str, ...]
+    block: str
+    mega: bool
+    source: str
+    entry: str
+    rocm: bool = False
+    oot: bool = False
+    blocker: str = ""
+    note: str = ""
+
+
+_DSV2_MEGA = "models/deepseek_v2.py:1061-1069 (DeepseekV2MoE.forward: should_use_mega_moe -> forward_mega_moe)"
+_QWEN2_MEGA = "models/qwen2_moe.py:407-410, 810-811 (Qwen2MoeSparseMoeBlock: _use_mega_moe -> _forward_mega_moe)"
+_QWEN3_MEGA = "models/qwen3_moe.py:306-318 (Qwen3MoeSparseMoeBlock: _use_mega_moe -> _forward_mega_moe)"
+
+#: SGLang 0.5.23 (``sglang/srt/``).
+SGLANG: tuple[ModelClass, ...] = (
+    ModelClass(
+        ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM"),
+        "DeepseekV2MoE",
+        True,
+        _DSV2_MEGA,
+        "models/deepseek_v2.py:3595",
+        rocm=True,
+        note="DeepSeek-V2/V3/R1/V3.1/V3.2, Kimi-K2; above the token cap it falls back to fused MoE",
+    ),
+    ModelClass(("DeepseekV4ForCausalLM",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/deepseek_v4.py:3155", rocm=True),
+    ModelClass(
+        ("GlmMoeDsaForCausalLM",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/glm4_moe.py:1284 (subclass)", rocm=True
+    ),
+    ModelClass(
+        ("KimiK25ForConditionalGeneration",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/kimi_k25.py:693", rocm=True
+    ),
+    ModelClass(
+        ("MistralLarge3ForCausalLM",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/mistral_large_3.py:12", rocm=True
+    ),
+    ModelClass(
+        ("Glm5NextForConditionalGeneration",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/glm5_next.py:102", rocm=True
+    ),
+    ModelClass(("HYV4ForCausalLM",), "DeepseekV2MoE", True, _DSV2_MEGA, "models/hunyuan_v4.py:625", rocm=True),
+    ModelClass(("Qwen2MoeForCausalLM",), "Qwen2MoeSparseMoeBlock", True, _QWEN2_MEGA, "models/qwen2_moe.py:1026"),
+    ModelClass(("Qwen3NextForCausalLM",), "Qwen2MoeSparseMoeBlock", True, _QWEN2_MEGA, "models/qwen3_next.py:549"),
+    ModelClass(
+        ("Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration"),
+        "Qwen2MoeSparseMoeBlock",
+        True,
+        _QWEN2_MEGA,
+        "models/qwen3_5.py:1148",
+    ),
+    ModelClass(
+        ("InternS2PreviewForConditionalGeneration",),
+        "Qwen2MoeSparseMoeBlock",
+        True,
+        _QWEN2_MEGA,
+        "models/interns2preview.py:9 (Qwen3.5 subclass)",
+    ),
+    ModelClass(
+        ("Qwen4ExpForConditionalGeneration",),
+        "Qwen2MoeSparseMoeBlock",
+        True,
+        _QWEN2_MEGA,
+        "models/qwen4_exp.py:1737 (decoder layers subclass Qwen3.5's)",
+    ),
+    ModelClass(("Qwen3MoeForCausalLM",), "Qwen3MoeSparseMoeBlock", True, _QWEN3_MEGA, "models/qwen3_moe.py:1298"),
+    ModelClass(
+        ("Qwen3VLMoeForConditionalGeneration",),
+        "Qwen3MoeSparseMoeBlock",
+        True,
+        _QWEN3_MEGA,
+        "models/qwen3_vl_moe.py:44 (Qwen3MoeLLMModel(Qwen3MoeModel))",
+    ),
+    ModelClass(("MellumForCausalLM",), "Qwen3MoeSparseMoeBlock", True, _QWEN3_MEGA, "models/mellum.py:413"),
+    ModelClass(
+        ("Glm4MoeForCausalLM",),
+        "Glm4MoeSparseMoeBlock",
+        False,
+        "models/glm4_moe.py:402",
+        "models/glm4_moe.py:1433",
+        note="GLM-4.5/4.6/4.7, GLM-4.5-Air",
+    ),
+    ModelClass(
+        ("Glm4MoeLiteForCausalLM",),
+        "Glm4MoeLiteSparseMoeBlock",
+        False,
+        "models/glm4_moe_lite.py:173",
+        "models/glm4_moe_lite.py:1084",
+        note="GLM-4.7-Flash",
+    ),
+    ModelClass(("MixtralForCausalLM",), "MixtralMoE", False, "models/mixtral.py:60", "models/mixtral.py:482"),
+    ModelClass(("Llama4ForCausalLM",), "Llama4MoE", False, "models/llama4.py:75", "models/llama4.py:600"),
+    ModelClass(
+        ("GptOssForCausalLM",),
+        "GptOssSparseMoeBlock",
+        False,
+        "models/gpt_oss.py:207",
+        "models/gpt_oss.py:1446",
+        note="with megamoe, Mxfp4MoEMethod still builds mega weights and check_mega_moe_shapes refuses H=2880 "
+        "(layers/quantization/mxfp4.py:694-713)",
+    ),
+    ModelClass(
+        ("MiniMaxM2ForCausalLM",),
+        "MiniMaxM2MoE",
+        False,
+        "models/minimax_m2.py:508",
+        "models/minimax_m2.py:1249",
+    ),
+    ModelClass(
+        ("Step3VLForConditionalGeneration",),
+        "Step3TextMoEMLP",
+        False,
+        "models/step3_vl.py:114",
+        "models/step3_vl.py:1034",
+    ),
+    ModelClass(("Ernie4_5_MoeForCausalLM",), "Ernie4Moe", False, "models/ernie4.py:71", "models/ernie4.py:434"),
+    ModelClass(
+        ("BailingMoEForCausalLM", "BailingMoeForCausalLM", "BailingMoeV2ForCausalLM"),
+        "BailingMoESparseMoeBlock",
+        False,
+        "models/bailing_moe.py:181",
+        "models/bailing_moe.py:1120",
+    ),
+    ModelClass(
+        ("HunYuanMoEV1ForCausalLM",),
+        "HunYuanSparseMoeBlock",
+        False,
+        "models/hunyuan.py:117",
+        "models/hunyuan.py:804",
+    ),
+    ModelClass(("HYV3ForCausalLM",), "HYV3MoEFused", False, "models/hunyuan_v3.py:88", "models/hunyuan_v3.py:626"),
+    ModelClass(
+        ("LongcatFlashForCausalLM",),
+        "LongcatFlashMoE",
+        False,
+        "models/longcat_flash.py:239",
+        "models/longcat_flash.py:1122",
+    ),
+    ModelClass(("Step3p5ForCausalLM",), "Step3p5MoEMLP", False, "models/step3p5.py:112", "models/step3p5.py:952"),
+)
+
+_FACTORY = "FusedMoEFactory with the default RoutedExperts"
+_VNATIVE = "models/deepseek_v4/nvidia/model.py:227, 337-341 (use_native_mega_moe -> _init_mega_moe_experts)"
+
+#: vLLM 0.33.0 (``vllm/``).
+VLLM: tuple[ModelClass, ...] = (
+    ModelClass(
+        ("DeepseekV4ForCausalLM", "DeepseekV41ForCausalLM", "DeepseekV4ForConditionalGeneration"),
+        "DeepseekV4MoE",
+        True,
+        _VNATIVE,
+        "models/deepseek_v4/nvidia/model.py:424 (FusedMoEFactory, without a native mega --moe-backend)",
+        rocm=True,
+        oot=True,
+        note="on ROCm the model passes its own routed_experts_cls (models/deepseek_v4/amd/model.py:749-772), "
+        "which the plug-in does not replace",
+    ),
+    ModelClass(
+        ("DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"),
+        "DeepseekV2MoE",
+        False,
+        f"model_executor/models/deepseek_v2.py:374 ({_FACTORY})",
+        "model_executor/models/registry.py:94 (DeepseekV3ForCausalLM); kimi_k25.py:376-380 (DeepseekV2 text model)",
+        oot=True,
+    ),
+    ModelClass(
+        ("DeepseekV32ForCausalLM", "GlmMoeDsaForCausalLM"),
+        "DeepseekV2MoE",
+        False,
+        f"model_executor/models/deepseek_v2.py:374 ({_FACTORY})",
+        "models/deepseek_v32/nvidia/model.py:98",
+        oot=True,
+    ),
+    ModelClass(
+        ("Glm5NextForCausalLM", "Glm5NextForConditionalGeneration"),
+        "Glm5NextMoE",
+        False,
+        f"models/glm5next/common/model.py:299 ({_FACTORY})",
+        "model_executor/models/registry.py:127",
+        oot=True,
+    ),
+    ModelClass(
+        ("Glm4MoeForCausalLM",),
+        "Glm4MoE",
+        False,
+        f"model_executor/models/glm4_moe.py:183 ({_FACTORY})",
+        "model_executor/models/registry.py:124",
+        oot=True,
+    ),
+    ModelClass(
+        ("Glm4MoeLiteForCausalLM",),
+        "Glm4MoeLite",
+        False,
+        f"model_executor/models/glm4_moe.py:183 ({_FACTORY})",
+        "model_executor/models/glm4_moe_lite.py:92",
+        oot=True,
+    ),
+    ModelClass(
+        ("Qwen2MoeForCausalLM",),
+        "Qwen2MoeSparseMoeBlock",
+        False,
+        f"model_executor/models/qwen2_moe.py:170 ({_FACTORY})",
+        "model_executor/models/registry.py:201",
+        oot=True,
+    ),
+    ModelClass(
+        ("Qwen3MoeForCausalLM", "Qwen3VLMoeForConditionalGeneration"),
+        "Qwen3MoeSparseMoeBlock",
+        False,
+        f"model_executor/models/qwen3_moe.py:203 ({_FACTORY})",
+        "model_executor/models/registry.py:203, 613",
+        oot=True,
+    ),
+    ModelClass(
+        ("Qwen3NextForCausalLM", "Qwen3_5MoeForCausalLM", "Qwen3_5MoeForConditionalGeneration"),
+        "Qwen3NextSparseMoeBlock",
+        False,
+        f"model_executor/models/qwen3_next.py:223 ({_FACTORY})",
+        "model_executor/models/qwen3_5.py:173",
+        oot=True,
+    ),
+    ModelClass(
+        ("MixtralForCausalLM",),
+        "MixtralMoE",
+        False,
+        f"model_executor/models/mixtral.py:118 ({_FACTORY})",
+        "model_executor/models/registry.py:181",
+        oot=True,
+    ),
+    ModelClass(
+        ("MiniMaxM2ForCausalLM",),
+        "MiniMaxM2MoE",
+        False,
+        f"model_executor/models/minimax_m2.py:96 ({_FACTORY})",
+        "model_executor/models/registry.py:168",
+        oot=True,
+    ),
+    ModelClass(
+        ("Step3TextForCausalLM",),
+        "FusedMoEBlock",
+        False,
+        f"model_executor/models/step3_text.py:72 ({_FACTORY})",
+        "model_executor/models/registry.py:209",
+        oot=True,
+    ),
+    ModelClass(
+        ("Ernie4_5_MoeForCausalLM",),
+        "Ernie4_5_MoeMoE",
+        False,
+        f"model_executor/models/ernie45_moe.py:184 ({_FACTORY})",
+        "model_executor/models/registry.py:103",
+        oot=True,
+    ),
+    ModelClass(
+        ("BailingMoeForCausalLM", "BailingMoeV2ForCausalLM"),
+        "BailingMoE",
+        False,
+        f"model_executor/models/bailing_moe.py:296 ({_FACTORY})",
+        "model_executor/models/registry.py:79-80",
+        oot=True,
+    ),
+    ModelClass(
+        ("Llama4ForCausalLM", "Llama4ForConditionalGeneration"),
+        "Llama4MoE",
+        False,
+        f"model_executor/models/llama4.py:132 ({_FACTORY})",
+        "model_executor/models/registry.py:156, 502",
+        oot=True,
+        blocker="apply_router_weight_on_input=True (the router weight scales the input, not the output)",
+    ),
+    ModelClass(
+        ("Step3p5ForCausalLM",),
+        "FusedMoEBlock",
+        False,
+        f"model_executor/models/step3p5.py:388 ({_FACTORY})",
+        "model_executor/models/registry.py:210",
+        oot=True,
+        blocker="activation swiglustep on some layers (clamp after SiLU)",
+    ),
+    ModelClass(
+        ("Gemma4ForCausalLM", "Gemma4ForConditionalGeneration"),
+        "Gemma4 MoE layer",
+        False,
+        f"model_executor/models/gemma4.py:646 ({_FACTORY})",
+        "model_executor/models/registry.py:117, 427",
+        oot=True,
+        blocker="activation gelu_tanh (no mega kernel computes it)",
+    ),
+    ModelClass(
+        ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"),
+        "NemotronHMoE",
+        False,
+        f"model_executor/models/nemotron_h.py:229 ({_FACTORY})",
+        "model_executor/models/registry.py:186-187",
+        oot=True,
+        blocker="non-gated relu2_no_mul experts (no mega kernel computes them)",
+    ),
+    ModelClass(
+        ("GptOssForCausalLM",),
+        "GptOssRoutedExperts",
+        False,
+        "model_executor/models/gpt_oss.py:402 (routed_experts_cls=GptOssRoutedExperts, a subclass)",
+        "model_executor/models/registry.py:128",
+        blocker="its own RoutedExperts subclass, which the plug-in's replacement by exact class name does not reach",
+    ),
+    ModelClass(
+        ("DbrxForCausalLM",),
+        "DbrxExperts",
+        False,
+        "model_executor/models/dbrx.py:175 (routed_experts_cls=DbrxExperts, a subclass)",
+        "model_executor/models/registry.py:90",
+        blocker="its own RoutedExperts subclass, which the plug-in's replacement by exact class name does not reach",
+    ),
+)
+
+TABLES: dict[str, tuple[ModelClass, ...]] = {"sglang": SGLANG, "vllm": VLLM}
+
+
+def model_class(engine: str, architecture: str) -> ModelClass | None:
+    """The row of ``engine``'s table (``sglang`` or ``vllm``) that lists ``architecture``, or None."""
+    return next((row for row in TABLES.get(engine, ()) if architecture in row.architectures), None)
+
+
+def calls_mega(engine: str, architecture: str, *, rocm: bool = False) -> bool:
+    """Whether ``engine``'s MoE block for ``architecture`` calls its mega path (on ROCm: its AITER diversion)."""
+    row = model_class(engine, architecture)
+    return row is not None and row.mega and (row.rocm or not rocm)
+
+
+def plugin_serves(architecture: str) -> bool:
+    """Whether vLLM 0.33 builds ``architecture``'s MoE as the plain ``RoutedExperts`` the plug-in replaces and
+    nothing in the block stops moe-oracle's runtime from serving it (NVIDIA; DeepSeek V4 on ROCm is not)."""
+    row = model_class("vllm", architecture)
+    return row is not None and row.oot and not row.blocker
+
+
+def plugin_why_not(architecture: str) -> str:
+    """Why the plug-in cannot serve ``architecture``'s MoE in vLLM 0.33 (empty when it can)."""
+    row = model_class("vllm", architecture)
+    if row is None:
+        return f"{architecture} is not in moe-oracle's table of vLLM model classes"
+    if not row.oot:
+        return f"{row.block}: {row.blocker} ({row.source})"
+    if row.blocker:
+        return f"{row.block} is the RoutedExperts the plug-in replaces, but {row.blocker} ({row.source})"
+    return ""
+
+
+def plugin_architectures() -> tuple[str, ...]:
+    """Every architecture :func:`plugin_serves` (the plug-in's hook wraps these)."""
+    return tuple(a for row in VLLM if row.oot and not row.blocker for a in row.architectures)
+
+
+def why_no_mega(engine: str, architecture: str, *, rocm: bool = False) -> str:
+    """One sentence: why ``engine``'s block for ``architecture`` does not take the mega path (empty when it does)."""
+    if calls_mega(engine, architecture, rocm=rocm):
+        return ""
+    row = model_class(engine, architecture)
+    if row is None:
+        return f"{architecture or 'this architecture'} is not in moe-oracle's table of {engine} model classes"
+    if row.mega and rocm:
+        return f"{row.block} calls the mega path only on CUDA ({row.source}); on ROCm it has no AITER diversion"
+    if engine == "sglang":
+        return f"{row.block} ({row.source}) never calls layers/moe/mega_moe.py"
+    return f"{row.block} ({row.source}) never builds the native mega experts"
