@@ -199,7 +199,7 @@ _OOT = "vllm-0.33.md §8.2 item 4 (PluggableLayer.register_oot), vLLM 0.33 model
 
 def served_architecture(architecture: str) -> bool:
     """Does vLLM 0.33 build this architecture's MoE as the ``RoutedExperts`` the plug-in replaces (on NVIDIA)?"""
-    return architecture in FUSED_MOE_ARCHITECTURES
+    return plugin_serves(architecture)
 
 
 def _fused_moe_model(sc: Scenario) -> bool:
