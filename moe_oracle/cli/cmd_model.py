@@ -46,10 +46,15 @@ def model(model: str | None, as_json: bool, **kw: Any) -> None:
         routing += (
             " renorm" if r.renormalize else ""
         ) + f" g{r.topk_groups}/{r.num_groups} x{r.routed_scaling_factor:g}"
+        routing += " weight-on-input" if r.weight_on_input else ""
         shared = str(g.num_shared_experts)
+        if g.num_shared_experts and g.shared_expert_width is not None:
+            shared += f" w{g.shared_expert_width}"
+        if g.shared_expert_gate:
+            shared += " gated"
         if g.shared_expert_quant is not None:
             shared += f" ({g.shared_expert_quant.format.value})"
-        act = g.activation.kind.value + (f" clamp {g.activation.clamp:g}" if g.activation.clamp else "")
+        act = g.activation.label() + (" +bias" if g.expert_bias else "")
         table.add_row(
             g.name,
             f"{layer_span(g.layers)} ({len(g.layers)})",
@@ -63,3 +68,5 @@ def model(model: str | None, as_json: bool, **kw: Any) -> None:
             routing,
         )
     print_table(con, table)
+    for line in desc.assumptions:
+        con.print(f"assumed: {escape(line)}")

@@ -7,9 +7,13 @@ back)::
      "layer_groups": [{"name", "role", "layers", "hidden_size", "moe_intermediate_size",
                        "num_experts", "top_k", "num_shared_experts", "weight_format",
                        "weight_block", "weight_scale_format", "weight_global_scale",
-                       "shared_expert_format", "activation": {"kind", "clamp"},
+                       "shared_expert_format", "shared_expert_width", "shared_expert_gate",
+                       "expert_bias",
+                       "activation": {"kind", "clamp", "alpha", "beta", "interleaved"},
                        "routing": {"scoring", "hash", "correction_bias", "renormalize",
-                                   "num_groups", "topk_groups", "routed_scaling_factor"}}]}
+                                   "num_groups", "topk_groups", "routed_scaling_factor",
+                                   "weight_on_input"}}],
+     "assumptions": [...]}
 
 The first group is the main one.
 """
@@ -20,7 +24,7 @@ from typing import Any
 
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 
-TOP_LEVEL_KEYS = ("model", "architecture", "model_type", "family", "source", "layer_groups")
+TOP_LEVEL_KEYS = ("model", "architecture", "model_type", "family", "source", "layer_groups", "assumptions")
 GROUP_KEYS = (
     "name",
     "role",
@@ -35,10 +39,13 @@ GROUP_KEYS = (
     "weight_scale_format",
     "weight_global_scale",
     "shared_expert_format",
+    "shared_expert_width",
+    "shared_expert_gate",
+    "expert_bias",
     "activation",
     "routing",
 )
-ACTIVATION_KEYS = ("kind", "clamp")
+ACTIVATION_KEYS = ("kind", "clamp", "alpha", "beta", "interleaved")
 ROUTING_KEYS = (
     "scoring",
     "hash",
@@ -47,6 +54,7 @@ ROUTING_KEYS = (
     "num_groups",
     "topk_groups",
     "routed_scaling_factor",
+    "weight_on_input",
 )
 
 
@@ -69,7 +77,16 @@ def group_to_json(group: MoELayerGroup) -> dict[str, Any]:
         "shared_expert_format": (
             group.shared_expert_quant.format.value if group.shared_expert_quant is not None else None
         ),
-        "activation": {"kind": group.activation.kind.value, "clamp": group.activation.clamp},
+        "shared_expert_width": group.shared_intermediate_size if group.num_shared_experts else None,
+        "shared_expert_gate": group.shared_expert_gate,
+        "expert_bias": group.expert_bias,
+        "activation": {
+            "kind": group.activation.kind.value,
+            "clamp": group.activation.clamp,
+            "alpha": group.activation.alpha,
+            "beta": group.activation.beta,
+            "interleaved": group.activation.interleaved,
+        },
         "routing": {
             "scoring": routing.scoring.value,
             "hash": routing.hash,
@@ -78,6 +95,7 @@ def group_to_json(group: MoELayerGroup) -> dict[str, Any]:
             "num_groups": routing.num_groups,
             "topk_groups": routing.topk_groups,
             "routed_scaling_factor": routing.routed_scaling_factor,
+            "weight_on_input": routing.weight_on_input,
         },
     }
 
@@ -91,4 +109,5 @@ def description_to_json(desc: ModelDescription) -> dict[str, Any]:
         "family": desc.family,
         "source": desc.source,
         "layer_groups": [group_to_json(g) for g in desc.layer_groups],
+        "assumptions": list(desc.assumptions),
     }

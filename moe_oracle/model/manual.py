@@ -4,10 +4,12 @@ Two ways in, validated with the same one-line :class:`ModelConfigError` messages
 
 * a JSON file shaped like the ``moe-oracle model --json`` output
   (:func:`load_manual_description` / :func:`manual_from_dict`); ``weight_format`` is a string
-  (``bf16``, ``fp8_block``, ``fp8_channel``, ``mxfp4``, ``mxfp8``, ``nvfp4``) and
+  (``bf16``, ``fp8_block``, ``fp8_channel``, ``mxfp4``, ``mxfp8``, ``nvfp4``,
+  ``int4``, ``int8``) and
   ``weight_block`` / ``weight_scale_format`` / ``weight_global_scale`` default to the format's
   usual layout (FP8 blocks 128x128 with float32 scales, MX groups of 32 with ue8m0 scales,
-  NVFP4 groups of 16 with e4m3 scales and a global scale);
+  NVFP4 groups of 16 with e4m3 scales and a global scale, INT4 groups of 128 and per-channel INT8
+  with bf16 scales);
 * keyword values, as CLI flags deliver them (:func:`manual_from_flags`).
 
 Defaults when a field is left out: role ``routed``, no shared experts, plain SwiGLU, and
@@ -37,6 +39,7 @@ from moe_oracle.model.types import (
     MAX_TOP_K,
     ROLE_GROUP_NAMES,
     Activation,
+    ActivationKind,
     ModelDescription,
     MoELayerGroup,
     QuantSpec,
@@ -54,6 +57,8 @@ FORMAT_DEFAULTS: dict[WeightFormat, tuple[tuple[int, int] | None, ScaleFormat, b
     WeightFormat.MXFP4: ((1, 32), ScaleFormat.UE8M0, False),
     WeightFormat.MXFP8: ((1, 32), ScaleFormat.UE8M0, False),
     WeightFormat.NVFP4: ((1, 16), ScaleFormat.E4M3, True),
+    WeightFormat.INT4: ((1, 128), ScaleFormat.BF16, False),
+    WeightFormat.INT8: (None, ScaleFormat.BF16, False),
 }
 
 _FIX = "see the `moe-oracle model --json` output of a preset for the expected shape"
@@ -172,6 +177,7 @@ def _routing(ctx: _Ctx, data: dict, path: str) -> Routing:
         routed_scaling_factor=ctx.number(
             data.get("routed_scaling_factor", 1.0), f"{path}.routed_scaling_factor", hi=1e4
         ),
+        weight_on_input=ctx.bool(data.get("weight_on_input", False), f"{path}.weight_on_input"),
     )
 
 
@@ -179,13 +185,24 @@ def _activation(ctx: _Ctx, data: Any, path: str) -> Activation:
     if data is None:
         return Activation()
     if not isinstance(data, dict):
-        raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object {{kind, clamp}}")
+        raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object {{kind, clamp, alpha, beta}}")
     unknown = sorted(set(data) - set(ACTIVATION_KEYS))
     if unknown:
-        raise ctx.error(f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected kind, clamp")
-    ctx.choice(data.get("kind", "swiglu"), f"{path}.kind", ["swiglu"])
+        raise ctx.error(f"{path}.{unknown[0]}", data[unknown[0]], "unknown key; expected " + ", ".join(ACTIVATION_KEYS))
+    kind = ActivationKind(ctx.choice(data.get("kind", "swiglu"), f"{path}.kind", [a.value for a in ActivationKind]))
     clamp = data.get("clamp")
-    return Activation(clamp=None if clamp is None else ctx.number(clamp, f"{path}.clamp", hi=1e6))
+    beta = data.get("beta", 0.0)
+    if beta is None:
+        beta = 0.0
+    elif not is_number(beta) or not math.isfinite(float(beta)) or abs(float(beta)) > 1e3:
+        raise ctx.error(f"{path}.beta", beta, "expected a finite number in -1000..1000")
+    return Activation(
+        kind=kind,
+        clamp=None if clamp is None else ctx.number(clamp, f"{path}.clamp", hi=1e6),
+        alpha=ctx.number(data.get("alpha", 1.0) if data.get("alpha") is not None else 1.0, f"{path}.alpha", hi=1e3),
+        beta=float(beta),
+        interleaved=ctx.bool(data.get("interleaved", False), f"{path}.interleaved"),
+    )
 
 
 def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGroup:
@@ -237,6 +254,16 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
         if shared == 0:
             raise ctx.error(f"{path}.shared_expert_format", shared_format, "num_shared_experts is 0")
         shared_quant = _quant(ctx, shared_format, f"{path}.shared_expert_format")
+    shared_width = data.get("shared_expert_width")
+    if shared_width is not None:
+        if shared == 0:
+            raise ctx.error(f"{path}.shared_expert_width", shared_width, "num_shared_experts is 0")
+        shared_width = ctx.int(shared_width, f"{path}.shared_expert_width", 1, MAX_INTERMEDIATE_SIZE)
+        if shared_width == shared * inter:
+            shared_width = None  # the default convention: num_shared_experts x I
+    shared_gate = ctx.bool(data.get("shared_expert_gate", False), f"{path}.shared_expert_gate")
+    if shared_gate and shared == 0:
+        raise ctx.error(f"{path}.shared_expert_gate", shared_gate, "num_shared_experts is 0")
     routing_data = data.get("routing", {})
     if not isinstance(routing_data, dict):
         raise ctx.error(f"{path}.routing", routing_data, f"a JSON {json_type(routing_data)}, expected an object")
@@ -259,6 +286,9 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
             weight_quant=quant,
             activation=_activation(ctx, data.get("activation"), f"{path}.activation"),
             routing=routing,
+            shared_expert_width=shared_width,
+            shared_expert_gate=shared_gate,
+            expert_bias=ctx.bool(data.get("expert_bias", False), f"{path}.expert_bias"),
         )
     except ValidationError as exc:
         raise _validation(ctx, exc, path) from None
@@ -272,6 +302,29 @@ def _validation(ctx: _Ctx, exc: ValidationError, path: str) -> ModelConfigError:
         f"{ctx.where}: {ctx.name(where)} is invalid: {first.get('msg')} (value {show(first.get('input'))})",
         fix=_FIX,
     )
+
+
+#: What a manual group assumes for each key it leaves out: (container, key, the assumption).
+_ASSUMED: tuple[tuple[str | None, str, str], ...] = (
+    ("routing", "scoring", "sigmoid router scores"),
+    ("routing", "correction_bias", "a score-correction bias (noaux_tc)"),
+    ("routing", "renormalize", "top-k weights renormalized"),
+    ("routing", "weight_on_input", "the routing weight scales the expert output (not its input)"),
+    (None, "activation", "plain SwiGLU experts (no clamp, alpha 1, beta 0)"),
+    (None, "expert_bias", "no expert biases"),
+)
+
+
+def _assumed(ctx: _Ctx, data: dict, path: str) -> list[str]:
+    """One line per left-out key of :data:`_ASSUMED`: what the description assumed instead."""
+    out = []
+    for container, key, meaning in _ASSUMED:
+        holder = data.get(container) if container else data
+        if isinstance(holder, dict) and holder.get(key) is not None:
+            continue
+        where = ctx.name(f"{path}.{container}.{key}" if container else f"{path}.{key}")
+        out.append(f"{where} not given: {meaning} assumed")
+    return out
 
 
 def _text(ctx: _Ctx, data: dict, key: str, default: str) -> str:
@@ -298,10 +351,12 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
         raise ctx.error("layer_groups", f"<{len(groups_data)} groups>", "at most 256 groups are accepted")
     groups: list[MoELayerGroup] = []
     used: set[str] = set()
+    assumptions = _given_assumptions(ctx, data.get("assumptions"))
     for index, group_data in enumerate(groups_data):
         group = _group(ctx, group_data, index, used)
         used.add(group.name)
         groups.append(group)
+        assumptions += _assumed(ctx, group_data, f"layer_groups[{index}]")
     layers_total = data.get("num_hidden_layers")
     if layers_total is not None:
         ctx.int(layers_total, "num_hidden_layers", 1, MAX_LAYERS)
@@ -314,9 +369,19 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
             layer_groups=order_groups(groups),
             num_hidden_layers=layers_total,
             source=f"manual {where}",
+            assumptions=tuple(dict.fromkeys(assumptions)),
         )
     except ValidationError as exc:
         raise _validation(ctx, exc, "layer_groups") from None
+
+
+def _given_assumptions(ctx: _Ctx, value: Any) -> list[str]:
+    """The ``assumptions`` a description JSON carries (``moe-oracle model --json`` output read back)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or len(value) > 64 or not all(isinstance(v, str) and len(v) <= 500 for v in value):
+        raise ctx.error("assumptions", value, "expected an array of at most 64 strings")
+    return list(value)
 
 
 def load_manual_description(path: str | Path) -> ModelDescription:

@@ -13,9 +13,17 @@ Everything here is plain validated data (pydantic, frozen); parsing lives in
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 PositiveInt = Annotated[int, Field(gt=0)]
 
@@ -28,7 +36,22 @@ MAX_LAYERS = 1 << 14
 
 
 class _Frozen(BaseModel):
+    """Frozen, strict base. ``_OMIT_AT_DEFAULT`` names fields added after records were first written: they are
+    left out of ``model_dump`` while they hold their default, so older descriptions (and the fingerprints of
+    decision records over them) stay byte-identical."""
+
     model_config = ConfigDict(frozen=True, extra="forbid")
+    _OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = handler(self)
+        if isinstance(data, dict):
+            for name in self._OMIT_AT_DEFAULT:
+                default = type(self).model_fields[name].default
+                if name in data and getattr(self, name) == default:
+                    del data[name]
+        return data
 
 
 class WeightFormat(str, Enum):
@@ -40,6 +63,13 @@ class WeightFormat(str, Enum):
     MXFP4 = "mxfp4"
     MXFP8 = "mxfp8"
     NVFP4 = "nvfp4"
+    #: Integer weight-only schemes (compressed-tensors ``pack-quantized``, AWQ, GPTQ): no mega-MoE kernel consumes them.
+    INT4 = "int4"
+    INT8 = "int8"
+
+
+#: Formats no mega-MoE kernel consumes (integer weights); judged by their own reason code.
+INTEGER_FORMATS = frozenset({WeightFormat.INT4, WeightFormat.INT8})
 
 
 class ScaleFormat(str, Enum):
@@ -49,6 +79,8 @@ class ScaleFormat(str, Enum):
     FP32 = "fp32"
     UE8M0 = "ue8m0"
     E4M3 = "e4m3"
+    #: 16-bit scales of integer schemes (compressed-tensors / AWQ / GPTQ store them in the model dtype).
+    BF16 = "bf16"
 
 
 class QuantSpec(_Frozen):
@@ -75,6 +107,8 @@ class QuantSpec(_Frozen):
         elif fmt is WeightFormat.FP8_CHANNEL:
             if self.block is not None:
                 raise ValueError("fp8_channel weights have one scale per output row, not a block")
+        elif fmt in (WeightFormat.INT4, WeightFormat.INT8) and self.block is None:
+            pass  # per-channel integer weights: one scale per output row
         elif self.block is None:
             raise ValueError(f"{fmt.value} weights need a scale block")
         if self.global_scale and fmt is not WeightFormat.NVFP4:
@@ -91,7 +125,20 @@ class QuantSpec(_Frozen):
             WeightFormat.MXFP8: 8,
             WeightFormat.MXFP4: 4,
             WeightFormat.NVFP4: 4,
+            WeightFormat.INT4: 4,
+            WeightFormat.INT8: 8,
         }[self.format]
+
+    @property
+    def scale_bytes(self) -> int:
+        """Bytes of one stored scale (0 without scales)."""
+        return {
+            ScaleFormat.NONE: 0,
+            ScaleFormat.FP32: 4,
+            ScaleFormat.BF16: 2,
+            ScaleFormat.UE8M0: 1,
+            ScaleFormat.E4M3: 1,
+        }[self.scale_format]
 
     def label(self) -> str:
         """Short human label, e.g. ``fp8_block 128x128 fp32`` or ``mxfp4 g32 ue8m0``."""
@@ -103,8 +150,13 @@ class QuantSpec(_Frozen):
 
 
 class ActivationKind(str, Enum):
+    """``swiglu``: gated SiLU (with clamp / alpha / beta, see :class:`Activation`); ``situ``: Kimi K3;
+    ``gelu``: gated GELU (Gemma-4 ``gelu_pytorch_tanh``); ``relu2``: squared ReLU, not gated (Nemotron-H)."""
+
     SWIGLU = "swiglu"
     SITU = "situ"
+    GELU = "gelu"
+    RELU2 = "relu2"
 
 
 class Activation(_Frozen):
@@ -113,14 +165,31 @@ class Activation(_Frozen):
     ``swiglu`` computes ``gate * sigmoid(alpha * gate) * (up + beta)``; with ``clamp=L`` the
     gate is first clamped from above and ``up`` symmetrically to ``L`` (DeepSeek V4:
     ``silu(min(gate, L)) * clamp(up, -L, L)``, alpha 1, beta 0). GPT-OSS style is alpha 1.702,
-    beta 1. ``situ`` is Kimi K3's activation. ``clamp=None`` means no clamp. Gate and up are
-    stacked, not interleaved, in the checkpoint.
+    beta 1 with clamp 7 (``swigluoai``: ``(clamp(up, -L, L) + 1) * g * sigmoid(1.702 g)``, ``g = min(gate, L)``).
+    ``situ`` is Kimi K3's activation. ``clamp=None`` means no clamp. ``interleaved``: the
+    checkpoint stores gate and up rows interleaved (gpt-oss ``gate_up_proj[..., ::2]`` is gate),
+    not stacked; a layout matter for weight loading, not for the kernel's math.
     """
+
+    _OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("interleaved",)
 
     kind: ActivationKind = ActivationKind.SWIGLU
     clamp: float | None = Field(default=None, gt=0)
     alpha: float = Field(default=1.0, gt=0)
     beta: float = 0.0
+    interleaved: bool = False
+
+    def label(self) -> str:
+        """Short label: ``swiglu``, ``swiglu clamp 10``, ``swigluoai a1.702 b1 clamp 7 interleaved``, ``gelu``."""
+        if self.kind is ActivationKind.SWIGLU and (self.alpha, self.beta) == (1.702, 1.0):
+            text = "swigluoai"
+        else:
+            text = self.kind.value
+            if self.alpha != 1.0 or self.beta != 0.0:
+                text += f" a{self.alpha:g} b{self.beta:g}"
+        if self.clamp is not None:
+            text += f" clamp {self.clamp:g}"
+        return text + (" interleaved" if self.interleaved else "")
 
     @property
     def plain(self) -> bool:
@@ -140,8 +209,11 @@ class Routing(_Frozen):
     ``hash`` layers take their experts from a static ``[vocab, top_k]`` table indexed by token
     id; ``correction_bias`` (noaux_tc) steers the choice but never enters the weights; weights
     are renormalised to sum to one when ``renormalize`` and then multiplied by
-    ``routed_scaling_factor``.
+    ``routed_scaling_factor``. ``weight_on_input`` (Llama-4): the routing weight scales the
+    expert's *input* instead of its output (equal to the usual form only for top-1).
     """
+
+    _OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("weight_on_input",)
 
     scoring: Scoring
     hash: bool = False
@@ -150,6 +222,7 @@ class Routing(_Frozen):
     num_groups: PositiveInt = 1
     topk_groups: PositiveInt = 1
     routed_scaling_factor: float = Field(default=1.0, gt=0)
+    weight_on_input: bool = False
 
     @model_validator(mode="after")
     def _groups(self) -> Routing:
@@ -170,7 +243,15 @@ class MoELayerGroup(_Frozen):
     Sizes are in elements. ``moe_intermediate_size`` is one expert's width (I); the fused
     gate+up weight is ``[num_experts, 2*I, hidden_size]`` and the down weight
     ``[num_experts, hidden_size, I]``.
+
+    Shared experts: ``num_shared_experts`` of them, together ``shared_expert_width`` wide
+    (``None``: ``num_shared_experts * I``, the DeepSeek convention; Qwen states the width);
+    ``shared_expert_gate``: a per-token sigmoid gate scales their output (Qwen2-MoE / Qwen3-Next /
+    Qwen3.5), so they cannot be fused into the routed kernel as a unit-weight expert.
+    ``expert_bias``: the routed experts' projections carry bias vectors (gpt-oss).
     """
+
+    _OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("shared_expert_width", "shared_expert_gate", "expert_bias")
 
     name: str = Field(min_length=1, max_length=64)
     role: LayerRole = "routed"
@@ -184,6 +265,9 @@ class MoELayerGroup(_Frozen):
     weight_quant: QuantSpec
     activation: Activation = Activation()
     routing: Routing
+    shared_expert_width: Annotated[int, Field(gt=0, le=MAX_INTERMEDIATE_SIZE * 64)] | None = None
+    shared_expert_gate: bool = False
+    expert_bias: bool = False
 
     @field_validator("layers")
     @classmethod
@@ -198,6 +282,8 @@ class MoELayerGroup(_Frozen):
             raise ValueError(f"top_k={self.top_k} exceeds num_experts={self.num_experts}")
         if self.routing.num_groups > 1 and self.num_experts % self.routing.num_groups:
             raise ValueError(f"num_experts={self.num_experts} is not divisible by num_groups={self.routing.num_groups}")
+        if self.num_shared_experts == 0 and (self.shared_expert_width is not None or self.shared_expert_gate):
+            raise ValueError("a shared-expert width or gate needs num_shared_experts > 0")
         return self
 
     @property
@@ -207,7 +293,9 @@ class MoELayerGroup(_Frozen):
 
     @property
     def shared_intermediate_size(self) -> int:
-        """Width of the shared-expert MLP (``num_shared_experts * I``)."""
+        """Width of the shared-expert MLP (``shared_expert_width``, else ``num_shared_experts * I``)."""
+        if self.shared_expert_width is not None:
+            return self.shared_expert_width
         return self.num_shared_experts * self.moe_intermediate_size
 
     def expert_weight_bytes(self) -> int:
@@ -216,10 +304,10 @@ class MoELayerGroup(_Frozen):
         elems = 3 * self.hidden_size * self.moe_intermediate_size
         data = elems * q.bits // 8
         if q.block is None:
-            scales = 0 if q.format is WeightFormat.BF16 else 4 * 3 * self.moe_intermediate_size
+            scales = 0 if q.format is WeightFormat.BF16 else q.scale_bytes * 3 * self.moe_intermediate_size
         else:
             rows, cols = q.block
-            per_scale = 4 if q.scale_format is ScaleFormat.FP32 else 1
+            per_scale = q.scale_bytes
             h, i = self.hidden_size, self.moe_intermediate_size
             n_scales = _cdiv(2 * i, rows) * _cdiv(h, cols) + _cdiv(h, rows) * _cdiv(i, cols)
             scales = n_scales * per_scale
@@ -260,6 +348,10 @@ class ModelDescription(_Frozen):
     layer_groups: tuple[MoELayerGroup, ...] = Field(min_length=1)
     num_hidden_layers: PositiveInt | None = None
     source: str = Field(default="", description="Where the config came from (preset, path, hub cache).")
+    #: What the description holds that the config (or manual input) did not state, each with its source.
+    assumptions: tuple[str, ...] = ()
+
+    _OMIT_AT_DEFAULT: ClassVar[tuple[str, ...]] = ("assumptions",)
 
     @model_validator(mode="after")
     def _unique(self) -> ModelDescription:

@@ -18,7 +18,7 @@ def _flags_in(text: str) -> set[str]:
 
 
 def test_unsupported_architecture_fix_names_options_that_exist(tmp_path):
-    config = {"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe", "hidden_size": 4096}
+    config = {"architectures": ["JambaForCausalLM"], "model_type": "jamba", "hidden_size": 4096}
     (tmp_path / "config.json").write_text(json.dumps(config))
     r = cli("model", str(tmp_path))
     assert r.code == 2, r.err
@@ -43,7 +43,7 @@ def test_manual_flags_describe_and_decide():
     [
         (["--hidden-size", "4096"], "needs --moe-intermediate-size, --num-experts, --top-k, --weight-format"),
         (["deepseek-ai/DeepSeek-V4-Flash", "--top-k", "3"], "both describe the model"),
-        ([*MANUAL[:-1], "int4"], "--weight-format"),
+        ([*MANUAL[:-1], "int3"], "--weight-format"),
     ],
 )
 def test_manual_flag_errors_are_one_line(args, needle):

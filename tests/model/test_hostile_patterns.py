@@ -107,7 +107,7 @@ def test_transformers_style_wrapper_prefix_matches_too():
 def test_refused_scheme_shows_every_field():
     config = copy.deepcopy(GLM5_FP8)
     weights = {
-        "num_bits": 4,
+        "num_bits": 2,
         "type": "int",
         "symmetric": True,
         "strategy": "group",
@@ -115,14 +115,14 @@ def test_refused_scheme_shows_every_field():
         "dynamic": False,
         "actorder": None,
         "observer": "minmax",
-    }  # Kimi-K2.5's INT4 W4A16 routed-expert group
+    }  # Kimi-K2.5's INT4 W4A16 group at 2 bits (ERNIE-style 2-bit): no representable format
     config["quantization_config"] = {
         "quant_method": "compressed-tensors",
         "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights}},
     }
     with pytest.raises(ModelConfigError) as info:
         describe_config(config, model_id="kimi-int4")
-    text = assert_one_line(info.value, '"group_size": 32', '"observer": "minmax"', "not representable")
+    text = assert_one_line(info.value, '"num_bits": 2', '"group_size": 32', '"observer": "minmax"', "not representable")
     assert "..." not in text.split(" is invalid")[0]
 
 

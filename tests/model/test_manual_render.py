@@ -13,7 +13,7 @@ from moe_oracle.model.manual import load_manual_description, manual_from_dict, m
 from moe_oracle.model.types import layer_span
 from tests.model.model_test_helpers import FIXTURES, assert_one_line
 
-TOP = ["model", "architecture", "model_type", "family", "source", "layer_groups"]
+TOP = ["model", "architecture", "model_type", "family", "source", "layer_groups", "assumptions"]
 GROUP = [
     "name",
     "role",
@@ -28,6 +28,9 @@ GROUP = [
     "weight_scale_format",
     "weight_global_scale",
     "shared_expert_format",
+    "shared_expert_width",
+    "shared_expert_gate",
+    "expert_bias",
     "activation",
     "routing",
 ]
@@ -39,7 +42,9 @@ ROUTING = [
     "num_groups",
     "topk_groups",
     "routed_scaling_factor",
+    "weight_on_input",
 ]
+ACTIVATION = ["kind", "clamp", "alpha", "beta", "interleaved"]
 
 ALL_SOURCES = list_presets() + [
     str(p) for p in sorted(FIXTURES.iterdir()) if p.is_dir() and "sgl-project" not in p.name
@@ -51,7 +56,7 @@ def test_json_contract_keys_and_types():
     assert list(data) == TOP
     for group in data["layer_groups"]:
         assert list(group) == GROUP
-        assert list(group["activation"]) == ["kind", "clamp"]
+        assert list(group["activation"]) == ACTIVATION
         assert list(group["routing"]) == ROUTING
         assert isinstance(group["layers"], list) and all(isinstance(i, int) for i in group["layers"])
         assert isinstance(group["weight_format"], str)
@@ -65,9 +70,9 @@ def test_json_contract_keys_and_types():
         [1, 32],
         "ue8m0",
     )
-    assert mtp["activation"] == {"kind": "swiglu", "clamp": 10.0}
+    assert mtp["activation"] == {"kind": "swiglu", "clamp": 10.0, "alpha": 1.0, "beta": 0.0, "interleaved": False}
     glm = description_to_json(describe_model("zai-org/GLM-5"))["layer_groups"][0]
-    assert glm["activation"] == {"kind": "swiglu", "clamp": None}
+    assert glm["activation"] == {"kind": "swiglu", "clamp": None, "alpha": 1.0, "beta": 0.0, "interleaved": False}
     assert (glm["weight_block"], glm["weight_scale_format"], glm["shared_expert_format"]) == (
         None,
         "none",
@@ -136,7 +141,7 @@ def test_manual_minimal_defaults():
         ({"hidden_size": 0}, ["layer_groups[0].hidden_size=0", "out of range"]),
         ({"top_k": 65}, ["layer_groups[0].top_k=65", "exceeds num_experts=64"]),
         ({"weight_format": "fp8"}, ['weight_format="fp8"', "fp8_block"]),
-        ({"weight_format": "int4"}, ['weight_format="int4"', "one of"]),
+        ({"weight_format": "int2"}, ['weight_format="int2"', "one of", "int4"]),
         ({"weight_format": "bf16", "weight_block": [128, 128]}, ["weight_format", "bf16"]),
         ({"weight_block": [128]}, ["weight_block=[128]", "[rows, cols]"]),
         ({"weight_scale_format": "e5m2"}, ['weight_scale_format="e5m2"']),
@@ -150,7 +155,11 @@ def test_manual_minimal_defaults():
         ({"routing": {"num_groups": 5}}, ["routing.num_groups=5", "does not divide"]),
         ({"routing": {"routed_scaling_factor": -1}}, ["routed_scaling_factor=-1"]),
         ({"routing": {"hash": "yes"}}, ['routing.hash="yes"', "true or false"]),
-        ({"activation": {"kind": "gelu"}}, ['activation.kind="gelu"']),
+        ({"activation": {"kind": "tanh"}}, ['activation.kind="tanh"', "swiglu, situ, gelu, relu2"]),
+        ({"activation": {"beta": "one"}}, ['activation.beta="one"']),
+        ({"expert_bias": "yes"}, ['layer_groups[0].expert_bias="yes"', "true or false"]),
+        ({"shared_expert_gate": True}, ["shared_expert_gate", "num_shared_experts is 0"]),
+        ({"routing": {"weight_on_input": 1}}, ["routing.weight_on_input=1"]),
         ({"activation": {"clamp": 0}}, ["activation.clamp=0"]),
         ({"shared_expert_format": "bf16"}, ["shared_expert_format", "num_shared_experts is 0"]),
         ({"num_experts": None}, ["layer_groups[0].num_experts is missing"]),

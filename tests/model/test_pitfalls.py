@@ -311,11 +311,11 @@ def test_glm5_defaults_from_section_5_2(glm5):
 
 
 def test_unknown_architecture_lists_supported_and_points_to_manual(glm5):
-    glm5["architectures"] = ["MixtralForCausalLM"]
-    glm5["model_type"] = "mixtral"
+    glm5["architectures"] = ["JambaForCausalLM"]
+    glm5["model_type"] = "jamba"
     with pytest.raises(UnsupportedArchitectureError) as info:
         describe_config(glm5, model_id="mix")
-    text = assert_one_line(info.value, "'MixtralForCausalLM'", "DeepseekV4ForCausalLM", "glm4_moe", "manual")
+    text = assert_one_line(info.value, "'JambaForCausalLM'", "DeepseekV4ForCausalLM", "glm4_moe", "manual")
     assert text.startswith("mix: unsupported model")
 
 

@@ -21,8 +21,13 @@ from pydantic import ValidationError
 
 from moe_oracle.errors import BadInputError, ModelConfigError, UnsupportedArchitectureError
 from moe_oracle.model.adapters._engine import describe_with_rules
-from moe_oracle.model.adapters._view import FIX_VALUE, json_type, show
-from moe_oracle.model.adapters.catalog import find_rules, supported_architectures, supported_model_types
+from moe_oracle.model.adapters._view import FIX_VALUE, WRAPPERS, json_type, show
+from moe_oracle.model.adapters.catalog import (
+    find_refusal,
+    find_rules,
+    supported_architectures,
+    supported_model_types,
+)
 from moe_oracle.model.loader import list_presets, load_model_source
 from moe_oracle.model.types import ModelDescription
 
@@ -90,11 +95,15 @@ def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) 
         )
     architecture = _architecture(config.get("architectures"), "architectures", model_id)
     model_type = _string(config.get("model_type"), "model_type", model_id)
-    text = config.get("text_config")
+    wrapper = next((key for key in WRAPPERS if isinstance(config.get(key), dict)), "text_config")
+    text = config.get(wrapper)
     text_arch = text_type = None
     if isinstance(text, dict):
-        text_arch = _architecture(text.get("architectures"), "text_config.architectures", model_id)
-        text_type = _string(text.get("model_type"), "text_config.model_type", model_id)
+        text_arch = _architecture(text.get("architectures"), f"{wrapper}.architectures", model_id)
+        text_type = _string(text.get("model_type"), f"{wrapper}.model_type", model_id)
+    refused = find_refusal(architecture, model_type, text_arch, text_type)
+    if refused is not None:
+        raise UnsupportedArchitectureError(f"{model_id}: {refused.message}", fix=refused.fix)
     rules = find_rules(architecture, model_type, text_arch, text_type)
     if rules is None:
         seen = ", ".join(
@@ -102,7 +111,7 @@ def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) 
             for name, value in (
                 ("architectures[0]", architecture),
                 ("model_type", model_type),
-                ("text_config.model_type", text_type),
+                (f"{wrapper}.model_type", text_type),
             )
             if value is not None
         )

@@ -16,12 +16,14 @@ reference notes) run through :func:`describe_with_rules`:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.errors import ModelConfigError
+from moe_oracle.model.adapters import _keys as keys
+from moe_oracle.model.adapters import _schedules as schedules
 from moe_oracle.model.adapters._quant import QuantResolver, Site, deepseek_v4_site, hf_site
-from moe_oracle.model.adapters._view import ConfigView, check_int
+from moe_oracle.model.adapters._view import ConfigView, Keys, check_int
 from moe_oracle.model.types import (
     MAX_EXPERTS,
     MAX_HIDDEN_SIZE,
@@ -30,6 +32,7 @@ from moe_oracle.model.types import (
     MAX_TOP_K,
     ROLE_GROUP_NAMES,
     Activation,
+    ActivationKind,
     ModelDescription,
     MoELayerGroup,
     QuantSpec,
@@ -44,6 +47,23 @@ MAX_SWIGLU_LIMIT = 1e6
 
 
 _LAYER_TYPES = {"dense": None, "sparse": "routed", "moe": "routed", "hash_moe": "hash"}
+
+
+@dataclass(frozen=True)
+class SharedRule:
+    """How a family states its shared experts.
+
+    ``count_keys``: a count of shared experts, each ``I`` wide unless ``width_keys`` gives the width of
+    one (Bailing); ``total_width_keys``: the width of the one shared expert (Qwen, Step; 0 = none);
+    ``implicit``: a count the config does not state (Llama-4: 1, as wide as a routed expert);
+    ``gate``: a per-token sigmoid gate scales the shared output (Qwen2-MoE / Qwen3-Next / Qwen3.5).
+    """
+
+    count_keys: Keys = ("n_shared_experts",)
+    width_keys: Keys = ()
+    total_width_keys: Keys = ()
+    implicit: int = 0
+    gate: bool = False
 
 
 @dataclass(frozen=True)
@@ -75,6 +95,37 @@ class FamilyRules:
     dspark: bool = False
     #: Extra validation run on the view before anything else.
     check: Callable[[ConfigView], None] | None = None
+    # -- key spellings (see :mod:`._keys`); the defaults are the DeepSeek / GLM ones ---------------
+    experts_keys: Keys = keys.EXPERTS_DEEPSEEK
+    topk_keys: Keys = keys.TOPK_DEEPSEEK
+    width_keys: Keys = keys.WIDTH_MOE
+    shared: SharedRule = field(default_factory=lambda: SharedRule())
+    #: MoE layer schedule: ``deepseek`` (``mlp_layer_types``, else ``first_k_dense_replace`` + ``moe_layer_freq``,
+    #: else every layer), ``qwen`` (``decoder_sparse_step`` + ``mlp_only_layers``), ``llama4``
+    #: (``interleave_moe_layer_step``), ``ernie`` (``moe_layer_start_index`` / ``_end_index`` / ``_interval``),
+    #: ``step`` (``moe_layers_enum``), ``all``.
+    schedule: str = "deepseek"
+    scoring_keys: Keys = ("scoring_func",)
+    #: With ``bias="key"``: the boolean keys that switch the correction bias on (MiniMax ``use_routing_bias``).
+    bias_keys: Keys = ()
+    renorm_keys: Keys = ("norm_topk_prob",)
+    #: Renormalisation the implementation fixes whatever the config says (Mixtral, gpt-oss, ERNIE: True).
+    forced_renormalize: bool | None = None
+    scaling_keys: Keys = ("routed_scaling_factor",)
+    #: Llama-4: the routing weight multiplies the expert's input.
+    weight_on_input: bool = False
+    #: ``hidden_act`` values the family may have (the default: SiLU only); see :data:`._keys.ACTIVATIONS`.
+    activations: tuple[str, ...] = ("silu",)
+    act_keys: Keys = ("hidden_act",)
+    #: gpt-oss: swigluoai (alpha 1.702, beta 1, clamp ``swiglu_limit``) on interleaved gate/up rows.
+    swigluoai: bool = False
+    #: gpt-oss: the routed experts' projections have biases.
+    expert_bias: bool = False
+    #: Module names under ``model.layers.<i>``: the MoE block, its experts and its shared expert(s).
+    moe_module: str = "mlp"
+    shared_module: str = "shared_experts"
+    #: What the family implies that its config does not say, each with its source (reported as assumptions).
+    implied: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -93,34 +144,60 @@ class _Shape:
     num_experts: int
     top_k: int
     num_shared_experts: int
+    shared_width: int | None = None
+    shared_gate: bool = False
 
 
 # ---------------------------------------------------------------------------------------------
 
 
-def _shape(view: ConfigView) -> _Shape:
+def _shape(view: ConfigView, rules: FamilyRules) -> _Shape:
     hidden = view.get_int("hidden_size", lo=1, hi=MAX_HIDDEN_SIZE, what="hidden size in elements")
-    inter = view.get_int("moe_intermediate_size", lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert")
-    experts = view.get_int("n_routed_experts", lo=1, hi=MAX_EXPERTS, what="routed experts per MoE layer")
-    top_k = view.get_int(
-        ("num_experts_per_tok", "n_activated_experts"), lo=1, hi=MAX_TOP_K, what="experts chosen per token"
-    )
+    inter = view.get_int(rules.width_keys, lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert")
+    experts = view.get_int(rules.experts_keys, lo=1, hi=MAX_EXPERTS, what="routed experts per MoE layer")
+    top_k = view.get_int(rules.topk_keys, lo=1, hi=MAX_TOP_K, what="experts chosen per token")
     if top_k > experts:
-        path = view.lookup(("num_experts_per_tok", "n_activated_experts"))[0]  # type: ignore[index]
+        path = view.lookup(rules.topk_keys)[0]  # type: ignore[index]
         raise view.error(
             path,
             top_k,
-            f"top-k {top_k} exceeds {view.lookup('n_routed_experts')[0]}={experts}",  # type: ignore[index]
+            f"top-k {top_k} exceeds {view.lookup(rules.experts_keys)[0]}={experts}",  # type: ignore[index]
             fix="check both values against the model card",
         )
-    shared = view.get_int(
-        "n_shared_experts", lo=0, hi=MAX_SHARED_EXPERTS, default=0, what="shared experts per MoE layer"
-    )
-    return _Shape(hidden, inter, experts, top_k, shared)
+    shared, width, gate = _shared(view, rules.shared, inter)
+    return _Shape(hidden, inter, experts, top_k, shared, width, gate)
+
+
+def _shared(view: ConfigView, rule: SharedRule, inter: int) -> tuple[int, int | None, bool]:
+    """``(count, total width or None for count * I, gated)`` of the shared experts."""
+    if rule.total_width_keys:
+        width = view.get_int(
+            rule.total_width_keys, lo=0, hi=MAX_INTERMEDIATE_SIZE, default=0, what="shared-expert width (0: none)"
+        )
+        return (1, width, rule.gate) if width else (0, None, False)
+    count = rule.implicit
+    if rule.count_keys:
+        count = view.get_int(
+            rule.count_keys, lo=0, hi=MAX_SHARED_EXPERTS, default=count, what="shared experts per MoE layer"
+        )
+    if not count:
+        return 0, None, False
+    if rule.width_keys and view.has(rule.width_keys):
+        one = view.get_int(rule.width_keys, lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one shared expert")
+        return count, count * one, rule.gate
+    return count, None, rule.gate
 
 
 def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[tuple[int, str]]:
     """``(layer, role)`` of every MoE layer of the main model, role ``routed`` or ``hash``."""
+    if rules.schedule != "deepseek":
+        moe = schedules.SCHEDULES[rules.schedule](view, n_layers)
+        if not moe:
+            raise ModelConfigError(
+                f"{view.model_id}: the layer schedule leaves no MoE layer among the {n_layers} layers",
+                fix="a dense model needs no MoE backend; otherwise fix the schedule",
+            )
+        return [(i, "routed") for i in moe]
     found = view.lookup("mlp_layer_types")
     roles: list[str | None]
     if found is not None:
@@ -195,7 +272,7 @@ def _site(rules: FamilyRules, role: str, index: int, n_layers: int) -> Site:
         if role in ("mtp", "draft"):
             return deepseek_v4_site(label, None, index - n_layers)
         return deepseek_v4_site(label, index, None)
-    return hf_site(label, index)
+    return hf_site(label, index, block=rules.moe_module, shared=rules.shared_module)
 
 
 def _extra_layers(view: ConfigView, rules: FamilyRules, shape: _Shape, n_layers: int) -> list[_Layer]:
@@ -239,7 +316,7 @@ def _scoring(view: ConfigView, rules: FamilyRules) -> Scoring:
     if rules.forced_scoring is not None:
         return rules.forced_scoring
     value = view.get_choice(
-        "scoring_func", [s.value for s in Scoring], default=rules.default_scoring.value, what="router scoring"
+        rules.scoring_keys, [s.value for s in Scoring], default=rules.default_scoring.value, what="router scoring"
     )
     return Scoring(value)
 
@@ -249,10 +326,17 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
     scoring = _scoring(view, rules)
     if rules.bias == "always":
         bias = True
+    elif rules.bias == "never":
+        bias = False
+    elif rules.bias == "key":
+        bias = view.get_bool(rules.bias_keys, default=False, what="score-correction bias")
     else:
         method = view.get_str("topk_method", default=rules.default_topk_method, what="expert selection")
         bias = method == "noaux_tc"
-    renormalize = view.get_bool("norm_topk_prob", default=rules.default_renormalize, what="renormalize")
+    if rules.forced_renormalize is not None:
+        renormalize = rules.forced_renormalize
+    else:
+        renormalize = view.get_bool(rules.renorm_keys, default=rules.default_renormalize, what="renormalize")
     groups = view.get_int("n_group", lo=1, hi=MAX_EXPERTS, default=1, what="expert groups")
     topk_groups = view.get_int("topk_group", lo=1, hi=MAX_EXPERTS, default=1, what="groups chosen per token")
     if topk_groups > groups:
@@ -267,9 +351,7 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
             groups,
             f"n_routed_experts={shape.num_experts} is not divisible by n_group={groups}",
         )
-    scale = view.get_float(
-        "routed_scaling_factor", gt=0.0, hi=MAX_SCALING_FACTOR, default=1.0, what="routed scaling factor"
-    )
+    scale = view.get_float(rules.scaling_keys, gt=0.0, hi=MAX_SCALING_FACTOR, default=1.0, what="routed scaling factor")
     score = Routing(
         scoring=scoring,
         hash=False,
@@ -278,26 +360,37 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
         num_groups=groups,
         topk_groups=topk_groups,
         routed_scaling_factor=scale,
+        weight_on_input=rules.weight_on_input,
     )
     hashed = score.model_copy(update={"hash": True, "correction_bias": False})
     return score, hashed
 
 
 def _activation(view: ConfigView, rules: FamilyRules) -> Activation:
-    act = view.lookup("hidden_act")
+    act = view.lookup(rules.act_keys)
+    kind = ActivationKind.SWIGLU
     if act is not None and act[1] != "silu":
-        raise view.error(
-            act[0],
-            act[1],
-            "the oracle describes SwiGLU (silu) experts only",
-            fix="describe the model manually",
+        kind_name = keys.ACTIVATIONS.get(act[1]) if isinstance(act[1], str) else None
+        if kind_name is None or act[1] not in rules.activations:
+            allowed = ", ".join(rules.activations)
+            raise view.error(
+                act[0],
+                act[1],
+                f"the oracle describes {rules.family} experts with {allowed} (SwiGLU for silu)",
+                fix="describe the model manually (--activation)",
+            )
+        kind = ActivationKind(kind_name)
+    if rules.swigluoai:
+        limit = view.get_float(
+            "swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, default=7.0, what="swigluoai clamp; gpt-oss uses 7.0"
         )
+        return Activation(clamp=limit, alpha=keys.SWIGLUOAI_ALPHA, beta=1.0, interleaved=True)
     if not rules.clamp:
-        return Activation()
+        return Activation(kind=kind)
     limit = view.get_float(
         "swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, what="SwiGLU pre-activation clamp; DeepSeek V4 uses 10.0"
     )
-    return Activation(clamp=limit)
+    return Activation(kind=kind, clamp=limit)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -324,6 +417,9 @@ def _group_layers(rows: list[dict[str, Any]]) -> tuple[MoELayerGroup, ...]:
             _quant_key(row["shared_expert_quant"]),
             row["activation"],
             row["routing"],
+            row["shared_expert_width"],
+            row["shared_expert_gate"],
+            row["expert_bias"],
         )
         by_role.setdefault(row["role"], {}).setdefault(key, []).append(row)
 
@@ -361,6 +457,9 @@ def _group_layers(rows: list[dict[str, Any]]) -> tuple[MoELayerGroup, ...]:
                     weight_quant=first["weight_quant"],
                     activation=first["activation"],
                     routing=first["routing"],
+                    shared_expert_width=first["shared_expert_width"],
+                    shared_expert_gate=first["shared_expert_gate"],
+                    expert_bias=first["expert_bias"],
                 )
             )
     return order_groups(groups)
@@ -390,7 +489,7 @@ def describe_with_rules(
     if rules.check is not None:
         rules.check(view)
     n_layers = view.get_int("num_hidden_layers", lo=1, hi=MAX_LAYERS, what="decoder layers")
-    shape = _shape(view)
+    shape = _shape(view, rules)
     main = _main_schedule(view, rules, n_layers)
     layers = [_Layer(i, role, shape.num_experts, shape.top_k, _site(rules, role, i, n_layers)) for i, role in main]
     layers += _extra_layers(view, rules, shape, n_layers)
@@ -413,6 +512,9 @@ def describe_with_rules(
                 "shared_expert_quant": resolver.shared(layer.site) if shape.num_shared_experts else None,
                 "activation": activation,
                 "routing": hash_routing if layer.role == "hash" else score_routing,
+                "shared_expert_width": shape.shared_width,
+                "shared_expert_gate": shape.shared_gate,
+                "expert_bias": rules.expert_bias,
             }
         )
 
@@ -425,6 +527,7 @@ def describe_with_rules(
         layer_groups=_group_layers(rows),
         num_hidden_layers=n_layers,
         source=source,
+        assumptions=rules.implied,
     )
 
 

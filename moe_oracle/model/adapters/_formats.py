@@ -35,5 +35,12 @@ def fp8_channel(source: str) -> QuantSpec:
     return QuantSpec(format=WeightFormat.FP8_CHANNEL, scale_format=ScaleFormat.FP32, source=source)
 
 
+def integer(bits: int, group_size: int | None, source: str) -> QuantSpec:
+    """INT4 / INT8 weights with 16-bit scales per ``group_size`` columns (``None``: one per output row; INT8 only)."""
+    fmt = WeightFormat.INT4 if bits == 4 else WeightFormat.INT8
+    block = None if group_size is None else (1, group_size)
+    return QuantSpec(format=fmt, block=block, scale_format=ScaleFormat.BF16, source=source)
+
+
 def with_source(spec: QuantSpec, source: str) -> QuantSpec:
     return spec.model_copy(update={"source": source})

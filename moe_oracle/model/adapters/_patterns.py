@@ -106,13 +106,20 @@ def deepseek_v4_site(label: str, layer: int | None, mtp: int | None) -> Site:
     return Site(label, tuple(dict.fromkeys(experts)), tuple(dict.fromkeys(shared)))
 
 
-def hf_site(label: str, layer: int) -> Site:
-    """Hugging Face naming (``model.layers.3.mlp.experts.0.gate_proj``, fused ``gate_up_proj``)."""
-    root = f"model.layers.{layer}.mlp"
+def hf_site(label: str, layer: int, *, block: str = "mlp", shared: str = "shared_experts") -> Site:
+    """Hugging Face naming (``model.layers.3.mlp.experts.0.gate_proj``, fused ``gate_up_proj``).
+
+    ``block`` is the MoE module (``mlp``; Mixtral / MiniMax ``block_sparse_moe``; Llama-4 ``feed_forward``),
+    ``shared`` its shared-expert module (``shared_experts``; Qwen / Llama-4 ``shared_expert``); Mixtral-style
+    ``w1``/``w2``/``w3`` expert leaves are candidates too.
+    """
+    root = f"model.layers.{layer}.{block}"
     experts = _leaves(f"{root}.experts", ("gate_proj", "up_proj", "down_proj"), expert=True)
     experts += [f"{root}.experts.gate_up_proj", f"{root}.experts.down_proj"]
-    shared = _leaves(f"{root}.shared_experts", ("gate_proj", "up_proj", "down_proj"), expert=False)
-    return Site(label, tuple(experts), tuple(shared))
+    if block != "mlp":
+        experts += [f"{root}.experts.0.{leaf}" for leaf in ("w1", "w2", "w3")]
+    shared_names = _leaves(f"{root}.{shared}", ("gate_proj", "up_proj", "down_proj"), expert=False)
+    return Site(label, tuple(experts), tuple(shared_names))
 
 
 # ---------------------------------------------------------------------------------------------

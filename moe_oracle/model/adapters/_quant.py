@@ -30,7 +30,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from moe_oracle.errors import ModelConfigError
-from moe_oracle.model.adapters._formats import bf16, fp8_block, fp8_channel, mxfp4, mxfp8, nvfp4, with_source
+from moe_oracle.model.adapters._formats import (
+    bf16,
+    fp8_block,
+    fp8_channel,
+    integer,
+    mxfp4,
+    mxfp8,
+    nvfp4,
+    with_source,
+)
 from moe_oracle.model.adapters._patterns import PatternSet, Site, deepseek_v4_site, hf_site, prefixes, wrapped
 from moe_oracle.model.adapters._view import FIX_VALUE, ConfigView, is_int, json_type, show
 from moe_oracle.model.types import QuantSpec, ScaleFormat
@@ -47,7 +56,9 @@ _FIX_MANUAL = (
 # The resolver
 # ---------------------------------------------------------------------------------------------
 
-_METHODS = ("fp8", "modelopt", "modelopt_fp4", "compressed-tensors", "mxfp4")
+_METHODS = ("fp8", "modelopt", "modelopt_fp4", "compressed-tensors", "mxfp4", "awq", "gptq")
+#: Integer weight-only methods: ``bits`` (AWQ also ``w_bit``) and ``group_size`` (AWQ ``q_group_size``).
+_INTEGER_METHODS = ("awq", "gptq")
 
 
 @dataclass
@@ -322,12 +333,31 @@ class QuantResolver:
                 spec = self._fp8_block(f"{self.qc_path}.quant_method=fp8")
         elif self.method == "mxfp4":
             spec = mxfp4(f"{self.qc_path}.quant_method=mxfp4")
+        elif self.method in _INTEGER_METHODS:
+            spec = self._integer_method()
         elif self.method is None:
             spec = self._from_expert_dtype() if self.expert_dtype is not None else bf16("no quantization_config")
         else:
             spec = bf16(f"not quantized by {self.method}")
         self._base_routed_cache = spec
         return spec
+
+    def _integer_method(self) -> QuantSpec:
+        """AWQ / GPTQ: integer weights of ``bits`` (4 or 8) in groups of ``group_size`` (-1: per channel)."""
+        found = self._get("bits", both=False) or self._get("w_bit", both=False)
+        if found is None:
+            raise ModelConfigError(
+                f"{self.model_id}: {self.qc_path}.bits is missing; {self.method} weights need a bit width (4 or 8)",
+                fix="add bits, or " + _FIX_MANUAL,
+            )
+        path, bits = found
+        if bits not in (4, 8) or not is_int(bits):
+            raise self._err(path, bits, "expected 4 or 8 (integer weight bits)")
+        size_found = self._get("group_size", both=False) or self._get("q_group_size", both=False)
+        size = size_found[1] if size_found is not None else 128
+        if not is_int(size) or not (size == -1 or 1 <= size <= 4096):
+            raise self._err(size_found[0] if size_found else self.qc_path, size, "expected -1 or 1..4096")
+        return integer(bits, None if size == -1 else size, f"{self.qc_path}.quant_method={self.method}, {path}={bits}")
 
     def base_shared(self) -> QuantSpec:
         if self._base_shared_cache is None:
@@ -385,6 +415,16 @@ class QuantResolver:
             if size == 32:
                 return mxfp4(source)
             raise self._err(f"{path}.group_size", size, "4-bit float weights need group_size 16 (NVFP4) or 32")
+        if kind == "int" and bits in (4, 8):
+            if strategy == "channel":
+                return integer(bits, None, source + f", int{bits} per channel")
+            if not is_int(size) or not 1 <= size <= 4096:
+                raise self._err(
+                    f"{path}.group_size",
+                    size,
+                    f"int{bits} weights need strategy group with a group_size in 1..4096, or strategy channel",
+                )
+            return integer(bits, size, source + f", int{bits} g{size}")
         if kind == "float" and bits == 8:
             block = w.get("block_structure")
             if strategy == "block" or block is not None:
@@ -401,8 +441,8 @@ class QuantResolver:
         raise self._err(
             path,
             w,
-            "the oracle reads NVFP4/MXFP4 (4-bit float, groups of 16/32), FP8 blocks and per-channel FP8 "
-            "expert weights; this scheme is not representable",
+            "the oracle reads NVFP4/MXFP4 (4-bit float, groups of 16/32), FP8 blocks, per-channel FP8 and "
+            "INT4/INT8 expert weights; this scheme is not representable",
             fix=_FIX_MANUAL,
             limit=2000,  # the whole scheme: every field that made it unrepresentable
         )

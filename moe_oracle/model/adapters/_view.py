@@ -1,9 +1,10 @@
 """Strictly typed reading of a Hugging Face ``config.json`` dict.
 
-:class:`ConfigView` reads keys through an optional nested ``text_config`` first (DeepSeek
-V4.1, VL variants), treats ``null`` exactly like an absent key, and turns every wrong type,
-missing key or out-of-range value into a one-line :class:`ModelConfigError` that names the
-key by its JSON path (``text_config.hidden_size``), the value found and what was expected.
+:class:`ConfigView` reads keys through an optional nested wrapper (``text_config``,
+``llm_config``, ``language_config``: DeepSeek V4.1, VL variants) first, treats ``null``
+exactly like an absent key, and turns every wrong type, missing key or out-of-range value
+into a one-line :class:`ModelConfigError` that names the key by its JSON path
+(``text_config.hidden_size``), the value found and what was expected.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ _MISSING: Any = object()
 
 #: Keys are looked up under these names, in order (first present, non-null one wins).
 Keys = str | Sequence[str]
+
+#: Keys under which multimodal wrappers nest the language model's config (Qwen3.5 / Llama-4 / Kimi-K2.5 /
+#: Step3-VL ``text_config``; InternVL-style ``llm_config``; DeepSeek-VL-style ``language_config``).
+WRAPPERS = ("text_config", "llm_config", "language_config")
 
 #: The fix offered when a config value breaks a rule.
 FIX_VALUE = "correct the value in config.json, or describe the model manually"
@@ -80,16 +85,19 @@ class ConfigView:
 
     @classmethod
     def of(cls, config: dict, model_id: str) -> ConfigView:
-        text = config.get("text_config")
-        if text is None:
-            return cls([("", config)], model_id)
-        if not isinstance(text, dict):
-            raise ModelConfigError(
-                f"{model_id}: text_config={show(text)} is a JSON {json_type(text)}; expected an object "
-                "holding the language model's keys",
-                fix="remove text_config or make it an object",
-            )
-        return cls([("text_config.", text), ("", config)], model_id)
+        """The view of ``config``: the first wrapper of :data:`WRAPPERS` it has (searched first), then the top level."""
+        for key in WRAPPERS:
+            inner = config.get(key)
+            if inner is None:
+                continue
+            if not isinstance(inner, dict):
+                raise ModelConfigError(
+                    f"{model_id}: {key}={show(inner)} is a JSON {json_type(inner)}; expected an object "
+                    "holding the language model's keys",
+                    fix=f"remove {key} or make it an object",
+                )
+            return cls([(f"{key}.", inner), ("", config)], model_id)
+        return cls([("", config)], model_id)
 
     # -- lookup ---------------------------------------------------------------------------
 

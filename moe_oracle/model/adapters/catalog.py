@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from moe_oracle.model.adapters import deepseek_v3, deepseek_v4, deepseek_v41, glm4_moe, glm_moe_dsa
 from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters.families import FAMILIES, REFUSED, Refusal
 
 ARCHITECTURES: dict[str, FamilyRules] = {
     **dict.fromkeys(deepseek_v4.ARCHITECTURES, deepseek_v4.RULES),
@@ -13,6 +14,7 @@ ARCHITECTURES: dict[str, FamilyRules] = {
     "DeepseekV3ForCausalLM": deepseek_v3.RULES,
     "DeepseekV32ForCausalLM": deepseek_v3.RULES,
     "DeepseekV2ForCausalLM": deepseek_v3.RULES_V2,
+    **{arch: rules for rules, archs, _ in FAMILIES for arch in archs},
 }
 
 MODEL_TYPES: dict[str, FamilyRules] = {
@@ -24,6 +26,7 @@ MODEL_TYPES: dict[str, FamilyRules] = {
     "deepseek_v32": deepseek_v3.RULES,
     "kimi_k2": deepseek_v3.RULES,
     "deepseek_v2": deepseek_v3.RULES_V2,
+    **{model_type: rules for rules, _, types in FAMILIES for model_type in types},
 }
 
 
@@ -50,4 +53,12 @@ def find_rules(
     ):
         if key is not None and key in table:
             return table[key]
+    return None
+
+
+def find_refusal(*identities: str | None) -> Refusal | None:
+    """The named refusal of a family the reader does not describe (architecture or model_type match)."""
+    for refusal in REFUSED:
+        if any(key is not None and key in refusal.names for key in identities):
+            return refusal
     return None
