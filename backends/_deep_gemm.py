@@ -22,6 +22,7 @@ _LAYOUT = ("vllm-0.33.md §2.3 (DeepGEMM include/layout/mega_moe.cuh, sym_buffer
 def common_checks() -> tuple[Check, ...]:
     """Topology, expert and activation rules every DeepGEMM mega kernel shares."""
     return (
+        *c.mega_moe_contract("DeepGEMM's mega-MoE"),
         c.topk_at_most(MAX_TOPK, why="top-k (+ fused shared experts) must fit in one warp", sources=_LAYOUT),
         c.experts_divisible_by_ep(("kernels.md §1: E % num_ranks == 0 (csrc/apis/mega.hpp)",)),
         c.experts_at_most(MAX_EXPERTS, MAX_EXPERTS_PER_RANK, _LAYOUT),

@@ -37,8 +37,7 @@ _NON_FUSED = "No fused SM90 kernel of this build fits; use a non-fused backend, 
 
 
 def _inter_at_most_4096(source: str) -> Check:
-    return c.at_most(
-        "moe_intermediate_size",
+    return c.expert_width_at_most(
         4096,
         why="intermediate_hidden / 64 <= 64: one bit per 64-wide L1 N-block in a uint64 mask",
         remediation="Use DeepGEMM nv_dev (PR #383), which has no intermediate-size cap, or a non-fused backend.",

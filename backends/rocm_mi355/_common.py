@@ -59,6 +59,7 @@ def common_checks() -> tuple[Check, ...]:
             remediation="Use a non-fused backend.",
             sources=(AITER_SRC,),
         ),
+        *c.mega_moe_contract("AITER MegaMoEV2"),
         c.experts_divisible_by_ep((AITER_SRC + ": experts % world_size == 0",)),
         c.ep_only((AITER_SRC + ": EP-only, full inter_dim per rank",)),
         c.activation(clamp=True, sources=(AITER_SRC + ": MegaMoEV2(swiglu_limit=...), SwiGLU only",)),

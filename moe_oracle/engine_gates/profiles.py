@@ -36,6 +36,8 @@ def fallback_path(
             "fp8_channel": "FP8",
             "mxfp8": "MXFP8",
             "bf16": "unquantized",
+            "int4": "INT4 (WNA16)",
+            "int8": "INT8 (WNA16)",
         }[group.weight_format.value]
         return (
             f"vLLM FusedMoE with --moe-backend auto: the {oracle} MoE oracle picks a non-fused kernel for "
@@ -47,27 +49,30 @@ def fallback_path(
             f"{fmt} experts on {device.name}"
         )
     comm = "XGMI" if device.vendor is Vendor.AMD else "NVLink"
+    act = "SwiGLU" if group.activation.plain else group.activation.label()
+    if group.expert_bias:
+        act += " with expert biases"
     if deployment is None:
         return (
-            f"non-fused MoE: all-to-all dispatch over {comm}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+            f"non-fused MoE: all-to-all dispatch over {comm}, grouped GEMMs on {fmt} experts, {act}, combine "
             "(separate launches)"
         )
     par, topo = deployment.parallel, deployment.topology
     shard = f", each expert TP-sharded over {par.moe_tp} ranks with an all-reduce" if par.moe_tp > 1 else ""
     if par.ep == 1:
         if par.moe_tp == 1:
-            return f"non-fused MoE on one GPU: grouped GEMMs on {fmt} experts, SwiGLU (separate launches)"
+            return f"non-fused MoE on one GPU: grouped GEMMs on {fmt} experts, {act} (separate launches)"
         return (
-            f"non-fused MoE: experts TP-sharded over {par.moe_tp} ranks, grouped GEMMs on {fmt} experts, SwiGLU, "
+            f"non-fused MoE: experts TP-sharded over {par.moe_tp} ranks, grouped GEMMs on {fmt} experts, {act}, "
             f"all-reduce of the outputs over {comm} (separate launches)"
         )
     if par.ep > topo.effective_domain:
         return (
             f"non-fused MoE: all-to-all dispatch over EP{par.ep} across {topo.nodes} nodes (inter-node RDMA between "
-            f"{comm} domains of {topo.effective_domain}){shard}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+            f"{comm} domains of {topo.effective_domain}){shard}, grouped GEMMs on {fmt} experts, {act}, combine "
             "(separate launches)"
         )
     return (
-        f"non-fused MoE: all-to-all dispatch over {comm}{shard}, grouped GEMMs on {fmt} experts, SwiGLU, combine "
+        f"non-fused MoE: all-to-all dispatch over {comm}{shard}, grouped GEMMs on {fmt} experts, {act}, combine "
         "(separate launches)"
     )

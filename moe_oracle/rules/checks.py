@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Iterable
 
-from moe_oracle.model.types import MoELayerGroup, QuantSpec
+from moe_oracle.model.types import INTEGER_FORMATS, ActivationKind, MoELayerGroup, QuantSpec
 from moe_oracle.rules.build import BuildSpec, build_finding
 from moe_oracle.rules.check import Check, Finding, Scope, Status
 from moe_oracle.rules.reasons import ReasonCode
@@ -44,7 +44,7 @@ def weight_format(accept: Callable[[QuantSpec], bool], *, wants: str, remediatio
 
     def test(sc: Scenario) -> Finding | None:
         q = sc.group.weight_quant
-        if accept(q):
+        if accept(q) or q.format in INTEGER_FORMATS:  # integer weights: integer_weights() says why
             return None
         return Finding(f"routed experts are {q.label()}; the kernel consumes {wants}")
 
@@ -223,19 +223,36 @@ def ep_size_in(sizes: Iterable[int], *, why: str, sources: Sources) -> Check:
     )
 
 
+#: What serves an activation no mega-MoE kernel implements.
+NO_MEGA_KERNEL = "No mega-MoE kernel serves this; the engine's own MoE runs it."
+
+
+def _activation_finding(act, allowed: tuple[str, ...], clamp: bool, alpha_beta: bool) -> Finding | None:
+    if act.kind.value not in allowed:
+        what = {
+            ActivationKind.GELU: "gated GELU experts (Gemma-4 style)",
+            ActivationKind.RELU2: "squared-ReLU experts, not gated (Nemotron-H style)",
+            ActivationKind.SITU: "SiTU experts (Kimi K3)",
+        }.get(act.kind, act.kind.value)
+        fix = NO_MEGA_KERNEL if act.kind in (ActivationKind.GELU, ActivationKind.RELU2) else None
+        return Finding(f"activation {act.kind.value}: {what}; the kernel implements {_join(allowed)}", remediation=fix)
+    if act.clamp is not None and not clamp:
+        return Finding(f"SwiGLU clamp {act.clamp:g} (clamp before activation) is not implemented")
+    if not alpha_beta and act.kind is ActivationKind.SWIGLU and (act.alpha != 1.0 or act.beta != 0.0):
+        return Finding(
+            f"SwiGLU alpha={act.alpha:g}, beta={act.beta:g} ({act.label()}); the kernel fixes alpha=1, beta=0",
+            remediation="On SM100 the deep_gemm_mega_moe variants take alpha/beta (vLLM's DeepGEMM "
+            "activation_alpha/beta); otherwise " + NO_MEGA_KERNEL[0].lower() + NO_MEGA_KERNEL[1:],
+        )
+    return None
+
+
 def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = ("swiglu",), sources: Sources) -> Check:
     """The expert activation: its kind, the pre-activation clamp, and non-default alpha/beta."""
     allowed = tuple(kinds)
 
     def test(sc: Scenario) -> Finding | None:
-        act = sc.group.activation
-        if act.kind.value not in allowed:
-            return Finding(f"activation {act.kind.value}; the kernel implements {_join(allowed)}")
-        if act.clamp is not None and not clamp:
-            return Finding(f"SwiGLU clamp {act.clamp:g} (clamp before activation) is not implemented")
-        if not alpha_beta and act.kind.value == "swiglu" and (act.alpha != 1.0 or act.beta != 0.0):
-            return Finding(f"SwiGLU alpha={act.alpha:g}, beta={act.beta:g}; the kernel fixes alpha=1, beta=0")
-        return None
+        return _activation_finding(sc.group.activation, allowed, clamp, alpha_beta)
 
     parts = [f"activation in {{{_join(allowed)}}}"]
     parts.append("clamp allowed" if clamp else "no clamp")
@@ -244,6 +261,129 @@ def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = 
         ReasonCode.ACTIVATION_UNSUPPORTED,
         ", ".join(parts),
         "Use a MoE backend that implements this activation.",
+        test,
+        sources,
+        Scope.LAYER,
+    )
+
+
+def expert_width_at_most(limit: int, *, why: str, remediation: str, sources: Sources) -> Check:
+    """One routed expert's width ``I`` must not exceed ``limit`` (SM90 mega-MoE: 4096)."""
+
+    def test(sc: Scenario) -> Finding | None:
+        inter = sc.group.moe_intermediate_size
+        if inter <= limit:
+            return None
+        return Finding(f"expert width moe_intermediate_size={inter} exceeds {limit} ({why})")
+
+    return Check(
+        ReasonCode.EXPERT_WIDTH_EXCEEDS, f"moe_intermediate_size <= {limit}", remediation, test, sources, Scope.LAYER
+    )
+
+
+def no_expert_bias(*, kernel: str, sources: Sources) -> Check:
+    """The routed experts must have no bias vectors: no mega-MoE kernel takes a bias operand."""
+
+    def test(sc: Scenario) -> Finding | None:
+        if not sc.group.expert_bias:
+            return None
+        return Finding(
+            f"the routed experts carry biases (gate_up and down projections); {kernel} takes no bias operand"
+        )
+
+    return Check(
+        ReasonCode.EXPERT_BIAS_UNSUPPORTED,
+        "routed experts without bias vectors",
+        NO_MEGA_KERNEL,
+        test,
+        sources,
+        Scope.LAYER,
+    )
+
+
+def router_weight_after_experts(sources: Sources) -> Check:
+    """The routing weight must scale the expert output, as the kernels combine it (not the input, as Llama-4)."""
+
+    def test(sc: Scenario) -> Finding | None:
+        g = sc.group
+        if not g.routing.weight_on_input:
+            return None
+        top1 = (
+            "; for top-1 pre-scaling x by its one weight and passing weight 1 would be equivalent, which no engine "
+            "and not moe-oracle's layer does"
+            if g.top_k == 1
+            else f"; with top_k={g.top_k} no rescaling makes them equal"
+        )
+        return Finding(
+            "the routing weight scales the expert input (router weight on input); the kernel multiplies the "
+            "expert output by it after the activation" + top1
+        )
+
+    return Check(
+        ReasonCode.ROUTER_WEIGHT_ON_INPUT,
+        "routing weight applied to the expert output",
+        NO_MEGA_KERNEL,
+        test,
+        sources,
+        Scope.LAYER,
+    )
+
+
+def integer_weights(*, sources: Sources) -> Check:
+    """INT4 / INT8 routed experts: no mega-MoE kernel consumes integer weights."""
+
+    def test(sc: Scenario) -> Finding | None:
+        q = sc.group.weight_quant
+        if q.format not in INTEGER_FORMATS:
+            return None
+        return Finding(f"routed experts are {q.label()}; no mega-MoE kernel consumes integer weights")
+
+    return Check(
+        ReasonCode.QUANT_INTEGER,
+        "routed experts not INT4/INT8",
+        "Use an FP8 block-128, MXFP4 or NVFP4 checkpoint of the model (e.g. nvidia/Kimi-K2.5-NVFP4 for Kimi-K2.5); "
+        "otherwise " + NO_MEGA_KERNEL[0].lower() + NO_MEGA_KERNEL[1:],
+        test,
+        sources,
+        Scope.LAYER,
+    )
+
+
+_CONTRACT = (
+    "families-2026-12.md §0: every mega kernel consumes topk_ids/topk_weights, applies the weight after the "
+    "activation and has no bias operand; no INT4/INT8 mega kernel exists (DeepGEMM, AITER MegaMoEV2)",
+)
+
+
+def mega_moe_contract(kernel: str) -> tuple[Check, ...]:
+    """What every mega-MoE kernel's contract excludes: expert biases, router weight on the input, integer weights."""
+    return (
+        no_expert_bias(kernel=kernel, sources=_CONTRACT),
+        router_weight_after_experts(_CONTRACT),
+        integer_weights(sources=_CONTRACT),
+    )
+
+
+def shared_expert_fusable(*, path: str, sources: Sources) -> Check:
+    """For a path that fuses the shared expert into the routed kernel as a unit-weight expert: it must be ungated.
+
+    Not a kernel requirement: the shared expert of a plain mega-MoE call runs outside the kernel, gated or not.
+    Declare it only on a path that fuses (e.g. an engine's shared-expert fusion).
+    """
+
+    def test(sc: Scenario) -> Finding | None:
+        g = sc.group
+        if not (g.num_shared_experts and g.shared_expert_gate):
+            return None
+        return Finding(
+            f"the shared expert (width {g.shared_intermediate_size}) is scaled per token by sigmoid(shared_expert_gate"
+            f"(x)); {path} would fuse it as a unit-weight expert"
+        )
+
+    return Check(
+        ReasonCode.SHARED_EXPERT_GATED,
+        "shared experts ungated (fusable as a unit-weight expert)",
+        "Run the shared expert outside the kernel (no fusion); the routed experts are unaffected.",
         test,
         sources,
         Scope.LAYER,

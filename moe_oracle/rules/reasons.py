@@ -30,6 +30,11 @@ class ReasonCode(str, Enum):
     ENGINE_UNSUPPORTED = "ENGINE_UNSUPPORTED"
     MODEL_CLASS_UNSUPPORTED = "MODEL_CLASS_UNSUPPORTED"
     KNOWN_BAD = "KNOWN_BAD"
+    EXPERT_BIAS_UNSUPPORTED = "EXPERT_BIAS_UNSUPPORTED"
+    EXPERT_WIDTH_EXCEEDS = "EXPERT_WIDTH_EXCEEDS"
+    ROUTER_WEIGHT_ON_INPUT = "ROUTER_WEIGHT_ON_INPUT"
+    SHARED_EXPERT_GATED = "SHARED_EXPERT_GATED"
+    QUANT_INTEGER = "QUANT_INTEGER"
 
     @property
     def meaning(self) -> str:
@@ -64,4 +69,14 @@ _MEANING: dict[ReasonCode, str] = {
         "runs its regular MoE."
     ),
     ReasonCode.KNOWN_BAD: "A published advisory says this combination gives wrong results.",
+    ReasonCode.EXPERT_BIAS_UNSUPPORTED: "The routed experts carry bias vectors (gpt-oss); no mega-MoE kernel takes a "
+    "bias operand.",
+    ReasonCode.EXPERT_WIDTH_EXCEEDS: "One expert's width I exceeds the kernel's cap (SM90 mega-MoE: I <= 4096, one "
+    "bit per 64-wide block in a uint64 mask).",
+    ReasonCode.ROUTER_WEIGHT_ON_INPUT: "The routing weight scales the expert input (Llama-4); the kernels apply it to "
+    "the output, which is equal only for top-1 with the input pre-scaled.",
+    ReasonCode.SHARED_EXPERT_GATED: "A per-token gate scales the shared expert (Qwen), so it cannot be fused into the "
+    "routed kernel as a unit-weight expert; it runs outside the kernel, which blocks only such a fusion.",
+    ReasonCode.QUANT_INTEGER: "The routed experts are INT4/INT8 (compressed-tensors, AWQ, GPTQ); no mega-MoE kernel "
+    "consumes integer weights.",
 }

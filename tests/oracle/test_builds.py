@@ -130,7 +130,7 @@ def _glm_like(inter: int):
 def test_a_release_limit_refuses_with_its_code_and_says_it_is_a_release():
     d = run(_glm_like(4608), "h200", dp=8, ep=8, software="sgl-deep-gemm-0.2.5")
     c = next(c for c in d.groups[0].candidates if c.spec.key == SM90_FP8)
-    (r,) = [r for r in c.failures if r.code is ReasonCode.SHAPE_UNSUPPORTED]
+    (r,) = [r for r in c.failures if r.code is ReasonCode.EXPERT_WIDTH_EXCEEDS]
     assert "sgl-deep-gemm 0.2.5" in r.message and "a release" in r.message
     assert "moe_intermediate_size=4608 exceeds 4096" in r.message
     assert "nv_dev" in r.remediation
@@ -139,7 +139,7 @@ def test_a_release_limit_refuses_with_its_code_and_says_it_is_a_release():
 def test_a_pull_request_limit_says_it_was_read_from_unreleased_source():
     d = run(_glm_like(4608), "h200", dp=8, ep=8, software="deepgemm-pr323")
     c = next(c for c in d.groups[0].candidates if c.spec.key == SM90_FP8)
-    (r,) = [r for r in c.failures if r.code is ReasonCode.SHAPE_UNSUPPORTED]
+    (r,) = [r for r in c.failures if r.code is ReasonCode.EXPERT_WIDTH_EXCEEDS]
     assert "DeepGEMM PR #323" in r.message and "unmerged pull request, in no release" in r.message
 
 
@@ -192,5 +192,5 @@ def test_a_probed_library_is_judged_by_the_build_it_is_recognised_as():
     fits, wide = (decide(_glm_like(i), dep, installed).groups[0] for i in (2048, 4608))
     assert fits.chosen is not None and fits.chosen.spec.key == SM90_FP8
     c = next(c for c in wide.candidates if c.spec.key == SM90_FP8)
-    assert [r.code for r in c.failures] == [ReasonCode.SHAPE_UNSUPPORTED]
+    assert [r.code for r in c.failures] == [ReasonCode.EXPERT_WIDTH_EXCEEDS]
     assert "sgl-deep-gemm 0.2.5" in c.failures[0].message

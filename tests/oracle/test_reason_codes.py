@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 
+from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import Activation
 from moe_oracle.rules import ReasonCode
+from tests.model.model_test_helpers import FIXTURES
 from tests.oracle.helpers import GLM5_FP8, V4_FLASH, codes, manual, run
 
 SM90_FP4 = "deep_gemm_mega_moe:sm90_fp8xfp4"
@@ -77,8 +79,57 @@ def test_shape_unsupported_cites_both_sources():
 
 
 def test_intermediate_limit_of_sm90_fp4():
-    (r,) = has(run(manual(inter=6144), "h200", dp=8, ep=8), SM90_FP4, "SHAPE_UNSUPPORTED")
+    (r,) = has(run(manual(inter=6144), "h200", dp=8, ep=8), SM90_FP4, "EXPERT_WIDTH_EXCEEDS")
     assert "exceeds 4096" in r.message
+    # Mixtral on SM90 with SGLang's DeepGEMM: the expert width, on both SM90 variants
+    mixtral = str(FIXTURES / "mistralai--Mixtral-8x7B-v0.1")
+    d = run(mixtral, "h200", dp=8, ep=8, software="sgl-deep-gemm-0.2.3.post2")
+    for key in (SM90_FP8, SM90_FP4):
+        (r,) = has(d, key, "EXPERT_WIDTH_EXCEEDS")
+        assert "moe_intermediate_size=14336 exceeds 4096" in r.message
+
+
+def test_expert_bias_gpt_oss_on_every_kernel():
+    """gpt-oss: the true blocker is the expert bias, on every mega kernel of every vendor."""
+    gpt_oss = str(FIXTURES / "openai--gpt-oss-120b")
+    for device, keys in (("h200", (SM90_FP8, SM90_FP4)), ("b200", (SM100_FP4,)), ("mi355x", (A8W4, A4W4))):
+        d = run(gpt_oss, device, dp=8, ep=8)
+        assert d.groups[0].chosen is None
+        for key in keys:
+            (r,) = has(d, key, "EXPERT_BIAS_UNSUPPORTED")
+            assert "biases" in r.message and "engine's own MoE" in r.remediation
+    (act,) = has(run(gpt_oss, "h200", dp=8, ep=8), SM90_FP8, "ACTIVATION_UNSUPPORTED")
+    assert "swigluoai" in act.message and "SM100" in act.remediation
+
+
+def test_router_weight_on_input_llama4():
+    d = run(str(FIXTURES / "meta-llama--Llama-4-Scout-17B-16E-Instruct"), "b200", dp=8, ep=8)
+    (r,) = has(d, SM100_FP4, "ROUTER_WEIGHT_ON_INPUT")
+    assert "top-1" in r.message and "engine's own MoE" in r.remediation
+
+
+def test_quant_integer_kimi_k25_int4():
+    """Kimi-K2.5 INT4 W4A16 (compressed-tensors): no INT4 mega kernel; no QUANT_UNSUPPORTED duplicate."""
+    d = run(str(FIXTURES / "moonshotai--Kimi-K2.5"), "b200", dp=8, ep=8)
+    assert d.groups[0].chosen is None
+    (r,) = has(d, SM100_FP4, "QUANT_INTEGER")
+    assert "int4 g32 bf16" in r.message and "NVFP4" in r.remediation
+    assert "QUANT_UNSUPPORTED" not in codes(d, SM100_FP4)
+
+
+def test_shared_expert_gated_blocks_only_a_fusion():
+    """Qwen3-Next's gated shared expert runs outside the kernel: no variant refuses it; a fusing path would."""
+    from moe_oracle.rules import checks as c
+    from moe_oracle.rules.scenario import LayerScenario
+
+    qwen_next = resolve_model(str(FIXTURES / "Qwen--Qwen3-Next-80B-A3B-Thinking"))
+    assert "SHARED_EXPERT_GATED" not in codes(run(qwen_next, "h200", dp=8, ep=8), SM90_FP8)
+    check = c.shared_expert_fusable(path="a shared-expert fusion", sources=("test",))
+    reason = check.evaluate(LayerScenario(group=qwen_next.main_group, ep=8, tokens_per_rank=8192))
+    assert reason is not None and reason.code is ReasonCode.SHARED_EXPERT_GATED
+    assert "sigmoid(shared_expert_gate" in reason.message and "outside the kernel" in reason.remediation
+    kimi = resolve_model(str(FIXTURES / "moonshotai--Kimi-K2-Instruct"))
+    assert check.evaluate(LayerScenario(group=kimi.main_group, ep=8, tokens_per_rank=8192)) is None
 
 
 def test_topk_unsupported():
@@ -234,6 +285,11 @@ def test_every_reason_code_is_covered():
         "KNOWN_BAD": "test_known_bad_from_bundled_advisory",
         "MEMORY_EXCEEDED": "test_memory_exceeded",
         "CONVERSION_LOSSY": "test_conversion_lossy",
+        "EXPERT_BIAS_UNSUPPORTED": "test_expert_bias_gpt_oss_on_every_kernel",
+        "EXPERT_WIDTH_EXCEEDS": "test_intermediate_limit_of_sm90_fp4",
+        "ROUTER_WEIGHT_ON_INPUT": "test_router_weight_on_input_llama4",
+        "SHARED_EXPERT_GATED": "test_shared_expert_gated_blocks_only_a_fusion",
+        "QUANT_INTEGER": "test_quant_integer_kimi_k25_int4",
     }
     assert set(covered) == {c.value for c in ReasonCode}
     assert set(covered.values()) <= tests

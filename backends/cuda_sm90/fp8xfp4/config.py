@@ -62,8 +62,7 @@ VARIANT = VariantSpec(
             remediation="No fused SM90 FP4 kernel for this intermediate size; use a non-fused backend.",
             sources=(_HOST, _SGL),
         ),
-        c.at_most(
-            "moe_intermediate_size",
+        c.expert_width_at_most(
             4096,
             why="one bit per 64-wide L1 N-block in a uint64 mask: I/64 <= 64",
             remediation="No fused SM90 FP4 kernel for experts wider than 4096; use a non-fused backend.",
