@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import ValidationError
 
+from moe_oracle.errors import excerpt
+
 
 def one_line(exc: ValidationError, what: str) -> str:
     """``<what>: <field> = <value>: <rule>`` for the first error (``<what>: <rule>`` for a whole-object rule),
@@ -15,6 +17,6 @@ def one_line(exc: ValidationError, what: str) -> str:
     loc = ".".join(str(p) for p in first.get("loc", ()) if p != "__root__")
     msg = first.get("msg", "invalid").removeprefix("Value error, ")
     has_input = "input" in first and first.get("type") not in ("missing", "value_error")
-    value = f" = {first['input']!r}" if has_input and not isinstance(first["input"], dict) else ""
+    value = f" = {excerpt(first['input'])}" if has_input and not isinstance(first["input"], dict) else ""
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return f"{what}: {loc}{value}: {msg}{more}" if loc else f"{what}: {msg}{more}"

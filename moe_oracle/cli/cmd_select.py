@@ -16,7 +16,7 @@ from moe_oracle.cli.options import (
     low_precision_option,
     manual_options,
 )
-from moe_oracle.errors import BadInputError, ExitCode
+from moe_oracle.errors import BadInputError, ExitCode, excerpt
 from moe_oracle.rules import Engine
 
 ENGINES = [e.value for e in Engine]
@@ -70,7 +70,7 @@ def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.advisories import load_advisories
     from moe_oracle.decide.question import ConversionOptions
-    from moe_oracle.decide.record import decision_to_json, load_record, replay_inputs
+    from moe_oracle.decide.record import decision_to_json, load_record
     from moe_oracle.decide.selection import Override, decide
 
     as_json = kw.pop("as_json")
@@ -78,16 +78,7 @@ def select(model: str | None, **kw: Any) -> None:
     replay = kw.pop("replay")
     if replay:
         _replay_alone(model)
-        record = load_record(replay)
-        inputs = replay_inputs(record)
-        decision = decide(**inputs)
-        doc = decision_to_json(decision, inputs["advisories"], record.get("software", {}).get("origin", ""))
-        _emit(decision, doc, as_json, all_reasons)
-        if doc["fingerprint"] != record.get("fingerprint") or _choices(doc) != _choices(record):
-            for line in replay_diff(record, doc):
-                click.echo(line, err=True)
-            raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
-        click.echo(f"replay: identical decision, fingerprint {doc['fingerprint']}", err=True)
+        _replay(load_record(replay), as_json, all_reasons)
         return
     manual_given = any(kw.get("manual_" + key) is not None for key in MANUAL_FLAGS.values())
     if model is None and not manual_given:
@@ -166,11 +157,6 @@ def _replay_alone(model: str | None) -> None:
         )
 
 
-def _choices(doc: dict[str, Any]) -> list[Any]:
-    groups = doc.get("layer_groups")
-    return [g.get("chosen") if isinstance(g, dict) else g for g in groups] if isinstance(groups, list) else []
-
-
 def _label(chosen: Any) -> str:
     """``backend:variant`` (``+convert(...)``), or ``no fused backend``, for a record's ``chosen`` value."""
     if not isinstance(chosen, dict):
@@ -182,17 +168,56 @@ def _label(chosen: Any) -> str:
     return key
 
 
-def replay_diff(record: dict[str, Any], doc: dict[str, Any]) -> list[str]:
+def _replay(record: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
+    """Decide again from ``record``'s inputs, print the decision, and say whether every field the record
+    shows is what its inputs decide (exit 0) or not (exit 5, one line per difference on stderr)."""
+    from moe_oracle.decide.record import compare_replay, decision_to_json, device_note, record_origin, replay_inputs
+    from moe_oracle.decide.selection import decide
+
+    inputs = replay_inputs(record)
+    decision = decide(**inputs)
+    doc = decision_to_json(decision, inputs["advisories"], record_origin(record))
+    _emit(decision, doc, as_json, all_reasons)
+    note = device_note(inputs["deployment"].device)
+    if note:
+        click.echo(f"replay: {note}", err=True)
+    verdict = compare_replay(record, doc)
+    if not verdict.identical:
+        for line in replay_diff(record, doc, verdict):
+            click.echo(line, err=True)
+        raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
+    if verdict.format_changed:
+        click.echo(
+            f"replay: identical decision; the record's format is older (fingerprint {record.get('fingerprint')} -> "
+            f"{doc['fingerprint']}: fields were added since it was written), the decision is unchanged",
+            err=True,
+        )
+        return
+    click.echo(f"replay: identical decision, fingerprint {doc['fingerprint']}", err=True)
+
+
+def replay_diff(record: dict[str, Any], doc: dict[str, Any], verdict: Any) -> list[str]:
     """The differences between a record and its replay, one readable line per changed item (stderr)."""
+    from moe_oracle.decide.record import covers, first_difference
+
     lines = ["replay: decision differs from the record"]
     old_fp, new_fp = record.get("fingerprint"), doc.get("fingerprint")
-    if old_fp != new_fp:
+    if verdict.edited:
+        lines.append(
+            f"  fingerprint: the record's {excerpt(old_fp)} does not match its own inputs: the inputs or the "
+            "fingerprint were edited after it was written"
+        )
+    elif old_fp != new_fp:
         why = ""
         if record.get("oracle_version") != doc.get("oracle_version"):
             why = f" (oracle {record.get('oracle_version')} -> {doc.get('oracle_version')})"
         lines.append(f"  fingerprint: {old_fp} -> {new_fp}{why}")
+    for key in verdict.fields:
+        if key != "layer_groups":
+            where, was, now = first_difference(record[key], doc[key], key) or (key, record[key], doc[key])
+            lines.append(f"  {where}: the record shows {excerpt(was)}; its inputs decide {excerpt(now)}")
     old = record.get("layer_groups") if isinstance(record.get("layer_groups"), list) else []
-    old_by_name = {g.get("name"): g for g in old if isinstance(g, dict)}
+    old_by_name = {g["name"]: g for g in old if isinstance(g, dict) and isinstance(g.get("name"), str)}
     for group in doc.get("layer_groups", []):
         name = group.get("name")
         before = old_by_name.pop(name, None)
@@ -203,10 +228,16 @@ def replay_diff(record: dict[str, Any], doc: dict[str, Any]) -> list[str]:
         was = _label(before.get("chosen"))
         if was != now:
             lines.append(f"  layer group {name} (layers {_span(group)}): {was} -> {now}")
+        elif not covers(before, group):
+            where, was, is_now = first_difference(before, group) or ("?", None, None)
+            lines.append(
+                f"  layer group {name}: {now}; its {where} differs (the record shows {excerpt(was)}; its inputs "
+                f"decide {excerpt(is_now)})"
+            )
         else:
             lines.append(f"  layer group {name}: {now} (unchanged)")
     for name in old_by_name:
-        lines.append(f"  layer group {name}: in the record only")
+        lines.append(f"  layer group {excerpt(name)}: in the record only")
     return lines
 
 

@@ -9,6 +9,7 @@ path. The data lives in ``data/advisories.json``; ``--advisories FILE`` adds a s
 from __future__ import annotations
 
 import fnmatch
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -17,28 +18,37 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.jsonfile import parse_json_object, read_json_object
 from moe_oracle.rules import Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.validation import one_line
+
+#: Most advisories one file (or one record) may hold: a site list is a handful; beyond this it is not a list
+#: of advisories but a denial of service (every candidate of every scenario is checked against each).
+MAX_ADVISORIES = 256
+#: Longest identifier, title, link or evidence text, and most entries of a list field (docs/advisories.md).
+MAX_NAME = 128
+MAX_TEXT = 4096
+MAX_ITEMS = 64
+_Name = Field(min_length=1, max_length=MAX_NAME)
 
 
 class Advisory(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    id: str = Field(min_length=1)
-    title: str = Field(min_length=1)
-    link: str = Field(min_length=1)
-    evidence: str = ""
-    backend: str
-    variant: str | None = None
-    engine: str | None = None
-    engine_versions: str | None = None
-    library: str | None = None
-    library_versions: str | None = None
-    library_symbols: tuple[str, ...] = ()
-    models: tuple[str, ...] = ()
-    archs: tuple[str, ...] = ()
+    id: str = _Name
+    title: str = Field(min_length=1, max_length=MAX_TEXT)
+    link: str = Field(min_length=1, max_length=MAX_TEXT)
+    evidence: str = Field(default="", max_length=MAX_TEXT)
+    backend: str = _Name
+    variant: str | None = Field(default=None, max_length=MAX_NAME)
+    engine: str | None = Field(default=None, max_length=MAX_NAME)
+    engine_versions: str | None = Field(default=None, max_length=MAX_NAME)
+    library: str | None = Field(default=None, max_length=MAX_NAME)
+    library_versions: str | None = Field(default=None, max_length=MAX_NAME)
+    library_symbols: tuple[str, ...] = Field(default=(), max_length=MAX_ITEMS)
+    models: tuple[str, ...] = Field(default=(), max_length=MAX_ITEMS)
+    archs: tuple[str, ...] = Field(default=(), max_length=MAX_ITEMS)
     min_ep: int | None = Field(default=None, gt=0)
     max_ep: int | None = Field(default=None, gt=0)
 
@@ -94,16 +104,41 @@ def _in(version: str | None, spec: str) -> bool:
     if version is None:
         return True
     try:
-        return Version(version) in SpecifierSet(spec)
+        return Version(version) in _specifier_set(spec)
     except InvalidVersion:
         return True
+
+
+@lru_cache(maxsize=1024)
+def _specifier_set(spec: str) -> SpecifierSet:
+    return SpecifierSet(spec)
+
+
+class AdvisorySet(tuple):
+    """The advisories in force, indexed by backend: a candidate is checked against the advisories of its own
+    backend only, so the cost of matching grows with the advisories that can match, not with all of them."""
+
+    def __new__(cls, advisories: Iterable[Advisory] = ()) -> AdvisorySet:
+        self = super().__new__(cls, advisories)
+        self.by_backend = {}
+        for adv in self:
+            self.by_backend.setdefault(adv.backend, []).append(adv)
+        return self
+
+    def for_backend(self, backend: str) -> Sequence[Advisory]:
+        return self.by_backend.get(backend, ())
+
+
+def advisories_for(advisories: Sequence[Advisory], backend: str) -> Sequence[Advisory]:
+    """The advisories that name ``backend`` (all of them when ``advisories`` is not an :class:`AdvisorySet`)."""
+    return advisories.for_backend(backend) if isinstance(advisories, AdvisorySet) else advisories
 
 
 class AdvisoryFile(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_: int = Field(alias="schema")
-    advisories: tuple[Advisory, ...]
+    advisories: tuple[Advisory, ...] = Field(max_length=MAX_ADVISORIES)
 
 
 _FIX_SCHEMA = "see docs/advisories.md for the schema"
@@ -122,10 +157,17 @@ def bundled_advisories() -> tuple[Advisory, ...]:
     return _validate(parse_json_object(data, where="data/advisories.json"), "data/advisories.json")
 
 
-def load_advisories(extra: str | Path | None = None) -> tuple[Advisory, ...]:
-    """The bundled advisories plus those of an optional site file."""
+def load_advisories(extra: str | Path | None = None) -> AdvisorySet:
+    """The bundled advisories plus those of an optional site file (at most :data:`MAX_ADVISORIES`)."""
     found = bundled_advisories()
     if extra is not None:
         data = read_json_object(extra, what="advisory file", fix=_FIX_SCHEMA)
+        advisories = data.get("advisories")
+        if isinstance(advisories, list) and len(advisories) > MAX_ADVISORIES:
+            raise BadInputError(
+                f"advisory file {excerpt(str(extra))} holds {len(advisories)} advisories, more than the "
+                f"{MAX_ADVISORIES} accepted",
+                fix=f"keep the advisories that apply to your site; {_FIX_SCHEMA}",
+            )
         found = found + _validate(data, str(extra))
-    return found
+    return AdvisorySet(found)

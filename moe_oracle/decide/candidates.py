@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moe_oracle.cost.model import CostEstimate
-from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.advisories import Advisory, advisories_for
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.rules import Conversion, Reason, Scenario, Status, VariantSpec
 
@@ -65,7 +65,7 @@ def evaluate_candidate(
     profile = engine_profile(scenario.engine)
     if profile is not None:
         reasons.extend(profile.evaluate(spec, scenario))
-    for adv in advisories:
+    for adv in advisories_for(advisories, spec.backend):
         if adv.matches(spec, scenario, engine_version):
             reasons.append(adv.reason())
     return reasons

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -18,10 +18,10 @@ from pydantic import ValidationError
 
 from moe_oracle import __version__
 from moe_oracle.cost.model import Workload
-from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.advisories import MAX_ADVISORIES, Advisory, AdvisorySet, bundled_advisories
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision, Override
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.inputs import check_workload_points
 from moe_oracle.jsonfile import read_json_object
 from moe_oracle.model.adapters._view import json_type, show
@@ -29,6 +29,7 @@ from moe_oracle.model.types import ModelDescription
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
+from moe_oracle.spec.device import DEVICES, DeviceSpec
 from moe_oracle.validation import one_line
 
 RECORD_SCHEMA = 1
@@ -112,12 +113,165 @@ def decision_to_json(
 _FIX_RECORD = "pass a file written by select --json"
 
 
+#: The JSON types of the fields a reader of a record sees (``None`` allowed where the decision may have none).
+_VISIBLE_TYPES: dict[str, tuple[type, ...]] = {
+    "schema": (int,),
+    "oracle_version": (str,),
+    "model": (str,),
+    "device": (str,),
+    "engine": (str,),
+    "override": (str, type(None)),
+    "chosen": (dict, type(None)),
+    "accuracy_class": (str, type(None)),
+    "fallback": (dict, str, type(None)),
+    "candidates": (list,),
+    "layer_groups": (list,),
+    "software": (dict,),
+    "workload": (dict, type(None)),
+    "warnings": (list,),
+    "fingerprint": (str,),
+}
+_TYPE_NAMES = {int: "integer", str: "string", dict: "object", list: "array", type(None): "null"}
+
+
+def _expected(types: tuple[type, ...]) -> str:
+    return " or ".join(_TYPE_NAMES[t] for t in types)
+
+
+def _check_visible(data: dict[str, Any]) -> None:
+    """Refuse (exit 2) a record whose top-level fields have the wrong JSON type; the values are checked
+    against the replay in :func:`compare_replay`."""
+    for key, types in _VISIBLE_TYPES.items():
+        if key in data and (isinstance(data[key], bool) or not isinstance(data[key], types)):
+            raise BadInputError(
+                f"decision record {key} = {show(data[key])} is invalid: a JSON {json_type(data[key])}, "
+                f"expected {_expected(types)}",
+                fix=f"{_FIX_RECORD}, unedited",
+            )
+    if data.get("schema", RECORD_SCHEMA) != RECORD_SCHEMA:
+        raise BadInputError(
+            f"decision record schema {data['schema']} is not {RECORD_SCHEMA}, the schema this moe-oracle reads",
+            fix=f"replay it with the moe-oracle that wrote it (oracle_version {show(data.get('oracle_version'))})",
+        )
+    for index, group in enumerate(data.get("layer_groups", [])):
+        if not isinstance(group, dict):
+            raise BadInputError(
+                f"decision record layer_groups[{index}] = {show(group)} is invalid: a JSON {json_type(group)}, "
+                "expected an object",
+                fix=f"{_FIX_RECORD}, unedited",
+            )
+    software = data.get("software", {})
+    for key, types in (("profile", (str,)), ("origin", (str,)), ("libraries", (dict,))):
+        if key in software and not isinstance(software[key], types):
+            raise BadInputError(
+                f"decision record software.{key} = {show(software[key])} is invalid: a JSON "
+                f"{json_type(software[key])}, expected {_expected(types)}",
+                fix=f"{_FIX_RECORD}, unedited",
+            )
+
+
 def load_record(path: str | Path) -> dict[str, Any]:
-    """A decision record read through the hardened reader (:mod:`moe_oracle.jsonfile`)."""
+    """A decision record read through the hardened reader (:mod:`moe_oracle.jsonfile`), its top-level fields
+    of the documented types."""
     data = read_json_object(path, what="decision record", fix=_FIX_RECORD)
     if not isinstance(data.get("inputs"), dict):
-        raise BadInputError(f"{path} is not a decision record (no 'inputs' object)", fix=_FIX_RECORD)
+        raise BadInputError(f"{excerpt(str(path))} is not a decision record (no 'inputs' object)", fix=_FIX_RECORD)
+    _check_visible(data)
     return data
+
+
+def record_origin(record: dict[str, Any]) -> str:
+    """How the recorded software profile was chosen (``software.origin``), ``""`` when absent."""
+    origin = record.get("software", {}).get("origin", "")
+    return origin if isinstance(origin, str) else ""
+
+
+def device_note(device: DeviceSpec) -> str | None:
+    """Refuse (exit 2) a recorded device that carries a catalogue name with other properties; a note for a
+    device that is not in the catalogue (``--device local`` on an unlisted GPU, or a hand-made record)."""
+    known = DEVICES.get(device.name)
+    if known is None:
+        return (
+            f"device {device.name!r} is a custom device, not in the catalogue: arch {device.arch.value}, "
+            f"{device.memory_gib:g} GiB, as recorded"
+        )
+    differ = [
+        f"{name} {_fact(getattr(device, name))} (the catalogue's: {_fact(getattr(known, name))})"
+        for name in _DEVICE_FACTS
+        # a fact the record does not state (written before the catalogue had it) is not a contradiction
+        if getattr(device, name) is not None and getattr(device, name) != getattr(known, name)
+    ]
+    if differ:
+        raise BadInputError(
+            f"decision record inputs.deployment.device {device.name!r} is not the catalogue's {device.name}: "
+            + "; ".join(differ),
+            fix=f"{_FIX_RECORD}, unedited (a device that is not the catalogue's needs a name of its own)",
+        )
+    return None
+
+
+def _fact(value: Any) -> str:
+    return str(getattr(value, "value", value))
+
+
+#: The device properties a decision reads; the topology defaults (GPUs per node, domain) may differ.
+_DEVICE_FACTS = ("arch", "memory_gib", "sm_count", "hbm_tb_s", "fp8_tflops")
+
+
+def covers(recorded: Any, now: Any) -> bool:
+    """Whether every value ``recorded`` shows is what the replay shows (keys only the replay has are
+    additions of a newer format and are not differences)."""
+    if isinstance(recorded, dict):
+        return isinstance(now, dict) and all(k in now and covers(v, now[k]) for k, v in recorded.items())
+    if isinstance(recorded, list):
+        return isinstance(now, list) and len(recorded) == len(now) and all(map(covers, recorded, now))
+    return type(recorded) is type(now) and recorded == now
+
+
+def first_difference(recorded: Any, now: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first place (``candidates[0].eligible``) where ``now`` does not show what ``recorded`` shows, with
+    both values there; ``None`` when :func:`covers` holds."""
+    if isinstance(recorded, dict) and isinstance(now, dict):
+        for key, value in recorded.items():
+            if key not in now:
+                return (f"{path}.{key}".lstrip("."), value, "(absent)")
+            found = first_difference(value, now[key], f"{path}.{key}")
+            if found:
+                return (found[0].lstrip("."), found[1], found[2])
+        return None
+    if isinstance(recorded, list) and isinstance(now, list) and len(recorded) == len(now):
+        for index, (a, b) in enumerate(zip(recorded, now, strict=True)):
+            found = first_difference(a, b, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    return None if covers(recorded, now) else (path, recorded, now)
+
+
+@dataclass
+class ReplayVerdict:
+    """A replay compared with its record: ``identical`` (exit 0) or not (exit 5), and why, line by line."""
+
+    identical: bool
+    edited: bool  #: the record's fingerprint does not match its own inputs
+    format_changed: bool  #: same decision, but the replay's fingerprint differs (fields added since)
+    fields: list[str]  #: visible top-level fields whose recorded value the replay does not show
+
+
+def compare_replay(record: dict[str, Any], doc: dict[str, Any]) -> ReplayVerdict:
+    """Check every field a reader of ``record`` sees against ``doc``, the decision its inputs give now.
+
+    The record's fingerprint must match its own inputs (else it was edited after it was written); each
+    visible field (``chosen``, ``device``, ``candidates``, ``layer_groups``, ...) must show what the replay
+    shows. A replay whose fingerprint differs only because the record format gained fields is identical,
+    with ``format_changed`` set.
+    """
+    version = record.get("oracle_version")
+    edited = not isinstance(version, str) or fingerprint(record["inputs"], version) != record.get("fingerprint")
+    skip = {"fingerprint", "inputs", "oracle_version"}
+    fields = [key for key in doc if key not in skip and key in record and not covers(record[key], doc[key])]
+    identical = not edited and not fields
+    return ReplayVerdict(identical, edited, identical and doc["fingerprint"] != record.get("fingerprint"), fields)
 
 
 def _invalid(key: str, value: Any, expected: str) -> BadInputError:
@@ -178,6 +332,7 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
     """
     raw = record["inputs"]
     deployment = _validated("deployment", Deployment, raw.get("deployment"))
+    device_note(deployment.device)
     engine = raw.get("engine", Engine.NONE.value)
     if not isinstance(engine, str) or engine not in {e.value for e in Engine}:
         raise _invalid("engine", engine, "expected one of " + ", ".join(e.value for e in Engine) + " (like --engine)")
@@ -187,6 +342,12 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
     advisories = raw.get("advisories", [])
     if not isinstance(advisories, list):
         raise _invalid("advisories", advisories, f"a JSON {json_type(advisories)}, expected an array")
+    if len(advisories) > MAX_ADVISORIES + len(bundled_advisories()):
+        raise _invalid(
+            "advisories",
+            f"{len(advisories)} entries",
+            f"at most the bundled advisories and {MAX_ADVISORIES} of a site file (like --advisories)",
+        )
     conversion = raw.get("conversion", {})
     if not isinstance(conversion, dict) or set(conversion) - _CONVERSION_KEYS:
         raise _invalid("conversion", conversion, "expected an object with " + ", ".join(sorted(_CONVERSION_KEYS)))
@@ -197,7 +358,7 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
         "engine": Engine(engine),
         "override": Override.parse(override) if override else None,
         "allow_fallback": _flag(raw, "allow_fallback"),
-        "advisories": tuple(_validated(f"advisories[{i}]", Advisory, a) for i, a in enumerate(advisories)),
+        "advisories": AdvisorySet(_validated(f"advisories[{i}]", Advisory, a) for i, a in enumerate(advisories)),
         "workload": _workload(raw.get("workload"), deployment),
         "conversion": ConversionOptions(
             **{k: _flag(conversion, k, f"conversion.{k}") for k in sorted(_CONVERSION_KEYS) if k in conversion}

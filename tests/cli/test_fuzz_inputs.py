@@ -249,3 +249,46 @@ def test_matrix_output_targets(target):
 @given(docs_targets, st.sampled_from([("matrix", "--docs"), ("plan", "--examples")]))
 def test_docs_and_examples_targets(target, command):
     _write_to(lambda path: [*command, path], target)
+
+
+VISIBLE_PATHS = [p for p in json_paths({k: v for k, v in RECORD.items() if k != "inputs"}, 3) if len(p) <= 5]
+
+
+@st.composite
+def tampered_record(draw):
+    """A record whose visible fields (not its inputs) were edited: what a reader sees, not what decides."""
+    doc = copy.deepcopy(RECORD)
+    mutate(draw, doc, VISIBLE_PATHS, scale=st.sampled_from([0, -1, 2, 10**9]), values=json_values)
+    return doc
+
+
+@FUZZ
+@given(tampered_record())
+def test_tampered_records_never_replay_as_identical(doc):
+    """Exit 0 only when every field the tampered record still shows is what its inputs decide."""
+    from moe_oracle.decide.record import covers
+
+    code, out, err = _run_file(json.dumps(doc), lambda p: ["select", "--replay", p, "--json"])
+    _check((code, out, err))
+    if code == 0:
+        replayed = json.loads(out)
+        shown = {k: v for k, v in doc.items() if k not in ("inputs", "fingerprint", "oracle_version")}
+        assert all(covers(v, replayed[k]) for k, v in shown.items() if k in replayed), err
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 300), st.booleans())
+def test_advisory_counts(count, matching):
+    """Any number of advisories: exit 0 within the bound (256), one exit-2 line beyond it; never slow."""
+    from moe_oracle.decide.advisories import MAX_ADVISORIES
+
+    entry = {"title": "t", "link": "https://example.org", "backend": "deep_gemm_mega_moe"}
+    if matching:
+        entry["variant"] = "sm90_fp8xfp8"
+    text = json.dumps({"schema": 1, "advisories": [{"id": f"S-{i}", **entry} for i in range(count)]})
+    start = time.perf_counter()
+    code, _out, err = _run_file(
+        text, lambda p: ["select", "zai-org/GLM-5-FP8", "--device", "h200", "--dp", "8", "--ep", "8", "--advisories", p]
+    )
+    assert time.perf_counter() - start < 10
+    assert code == (2 if count > MAX_ADVISORIES else 0), err

@@ -118,7 +118,7 @@ def test_replay_difference_is_a_per_group_diff(tmp_path):
     assert r.code == 5
     lines = r.err.splitlines()
     assert lines[0] == "replay: decision differs from the record"
-    assert "  fingerprint: sha256:0 -> sha256:" in r.err
+    assert "  fingerprint: the record's 'sha256:0' does not match its own inputs" in r.err  # edited by hand
     assert "  layer group moe (layers 3-42): aiter_mega_moe:gfx950_a8w4 -> deep_gemm_mega_moe:sm100_fp8xfp4" in lines
     assert "  layer group mtp: deep_gemm_mega_moe:sm100_fp8xfp4 (unchanged)" in lines
     assert "{" not in r.err and "[" not in r.err  # no Python reprs
