@@ -13,10 +13,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from moe_oracle.errors import BadInputError, DeploymentError
+from moe_oracle.errors import BadInputError, DeploymentError, excerpt
 from moe_oracle.software.profiles import named_profile, profile_names
 from moe_oracle.software.types import SoftwareProfile
-from moe_oracle.spec.deployment import Deployment, LayoutError, Parallelism, Topology
+from moe_oracle.spec.deployment import SPECULATIVE_CHOICES, Deployment, LayoutError, Parallelism, Topology
 from moe_oracle.spec.device import DEVICES, DeviceSpec
 from moe_oracle.validation import one_line
 
@@ -46,6 +46,7 @@ class DeploymentFlags:
     max_num_batched_tokens: int = 8192
     all2all_backend: str | None = None
     eplb: bool = False
+    speculative: str = "none"
 
 
 def resolve_device(name: str) -> tuple[DeviceSpec, str]:
@@ -148,10 +149,22 @@ def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) 
                 eplb=flags.eplb,
             ),
             env=dict(env or {}),
+            speculative=_speculative(flags.speculative),
         )
     except ValidationError as exc:
         raise _deployment_error(exc) from None
     return deployment, origin
+
+
+def _speculative(text: str) -> str:
+    value = text.strip().lower()
+    if value not in SPECULATIVE_CHOICES:
+        raise DeploymentError(
+            f"--speculative {excerpt(text)} is not one of {', '.join(SPECULATIVE_CHOICES)}",
+            fix="use --speculative mtp (build the model's MTP layers for speculative decoding) or --speculative none "
+            "(the engines' default)",
+        )
+    return value
 
 
 def deployment_warnings(deployment: Deployment) -> list[str]:

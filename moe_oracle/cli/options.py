@@ -39,6 +39,15 @@ def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--all2all-backend", default=None, help="Engine all2all backend (e.g. mori_high_throughput)."),
         click.option("--eplb/--no-eplb", default=False, show_default=True, help="Expert-parallel load balancing."),
         click.option(
+            "--speculative",
+            default="none",
+            show_default=True,
+            metavar="mtp|none",
+            help="Speculative decoding with the model's own MTP layers. none is the engines' default: the MTP "
+            "layers are not built, so they neither decide the backend nor take memory; mtp builds them (the plan "
+            "adds the engine's speculative flags).",
+        ),
+        click.option(
             "--env",
             "env_items",
             multiple=True,
@@ -148,6 +157,7 @@ def flags_from(kw: dict[str, Any]) -> DeploymentFlags:
         max_num_batched_tokens=kw.pop("max_num_batched_tokens"),
         all2all_backend=kw.pop("all2all_backend"),
         eplb=kw.pop("eplb"),
+        speculative=kw.pop("speculative"),
     )
 
 

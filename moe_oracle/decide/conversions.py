@@ -16,11 +16,13 @@ the variant is judged on the converted group with the same rules as any candidat
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from moe_oracle.cost.model import workload_cost
 from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.question import Question
 from moe_oracle.engine_gates import engine_profile
-from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.rules.engine import EngineConversion
 
@@ -29,11 +31,12 @@ EXPERT_MEMORY_FRACTION = 0.6
 GIB = 1 << 30
 
 
-def expert_bytes_per_rank(model: ModelDescription, ep: int, conversion: Conversion | None = None) -> int:
-    """Routed-expert bytes one rank holds for the whole model, with ``conversion`` applied to every
-    group of its source format (all such groups convert alike)."""
+def expert_bytes_per_rank(groups: Iterable[MoELayerGroup], ep: int, conversion: Conversion | None = None) -> int:
+    """Routed-expert bytes one rank holds for ``groups`` (the layer groups the launch builds,
+    :attr:`Question.groups`), with ``conversion`` applied to every group of its source format (all such
+    groups convert alike)."""
     total = 0
-    for g in model.layer_groups:
+    for g in groups:
         if conversion is not None and g.weight_format is conversion.source:
             g = g.model_copy(update={"weight_quant": conversion.target})
         total += len(g.layers) * (g.num_experts // ep) * g.expert_weight_bytes()
@@ -48,7 +51,7 @@ def _engine_conversion(engine: Engine, conv: Conversion) -> EngineConversion | N
 def _conversion_reasons(conv: Conversion, scenario: Scenario, question: Question) -> list[Reason]:
     """``scenario``: the question's scenario for the converted group."""
     reasons = []
-    model, deployment, engine = question.model, scenario.deployment, scenario.engine
+    deployment, engine = scenario.deployment, scenario.engine
     own = _engine_conversion(engine, conv)
     if own is not None:
         reasons += own.evaluate(scenario)
@@ -73,10 +76,10 @@ def _conversion_reasons(conv: Conversion, scenario: Scenario, question: Question
             )
         )
     ep = deployment.parallel.ep
-    need = expert_bytes_per_rank(model, ep, conv)
+    need = expert_bytes_per_rank(question.groups, ep, conv)
     budget = EXPERT_MEMORY_FRACTION * deployment.device.memory_gib * GIB
     if need > budget:
-        now = expert_bytes_per_rank(model, ep)
+        now = expert_bytes_per_rank(question.groups, ep)
         reasons.append(
             Reason(
                 ReasonCode.MEMORY_EXCEEDED,

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory
 from moe_oracle.engine_gates import engine_profile
+from moe_oracle.engine_gates.speculative import built_groups, unbuilt_groups
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.rules import Engine, Scenario
 from moe_oracle.software.types import SoftwareProfile
@@ -80,3 +81,14 @@ class Question:
         """The version of the engine whose gates apply (None for ``--engine none``)."""
         profile = engine_profile(self.engine)
         return profile.version if profile else None
+
+    @property
+    def groups(self) -> tuple[MoELayerGroup, ...]:
+        """The layer groups the launch builds: an engine builds MTP and draft layers only with speculative
+        decoding (:mod:`moe_oracle.engine_gates.speculative`)."""
+        return built_groups(self.model, self.engine, self.deployment)
+
+    @property
+    def unbuilt(self) -> tuple[MoELayerGroup, ...]:
+        """The layer groups the launch does not build (they neither decide nor size anything)."""
+        return unbuilt_groups(self.model, self.engine, self.deployment)

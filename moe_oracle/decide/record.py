@@ -39,7 +39,10 @@ _CONVERSION_KEYS = frozenset(f.name for f in fields(ConversionOptions))
 def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, Any]:
     return {
         "model": decision.model.model_dump(mode="json"),
-        "deployment": decision.deployment.model_dump(mode="json"),
+        # speculative recorded only when on, so records written before the flag existed keep their fingerprint
+        "deployment": decision.deployment.model_dump(
+            mode="json", exclude=set() if decision.deployment.speculative == "mtp" else {"speculative"}
+        ),
         "software": decision.software.model_dump(mode="json"),
         "engine": decision.engine.value,
         "override": None if decision.override is None else str(decision.override),

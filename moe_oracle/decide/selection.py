@@ -191,7 +191,7 @@ def decide_automatically(question: Question, registry: Registry | None = None) -
     """The cheapest eligible candidate of every layer group (as stored or after a load-time conversion),
     kept only where it is not slower than a measured non-fused path; none where nothing fits."""
     specs = (registry or load_registry()).variants
-    groups = tuple(_choose(question, group, specs) for group in question.model.layer_groups)
+    groups = tuple(_choose(question, group, specs) for group in question.groups)
     return Decision(question, None, False, groups)
 
 
@@ -268,7 +268,7 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
         notes.append(_held_back_note(held, auto, group))
     if auto is not None and auto.conversion is not None:
         stored = next((c for c in ranked if c.eligible), None)
-        notes.append(_conversion_note(auto, stored, question.model, deployment))
+        notes.append(_conversion_note(auto, stored, question.groups, deployment))
     nonfused = _best_nonfused(group, deployment, engine, question.workload)
     if nonfused is not None:
         regimes = _regimes(auto, group, deployment, engine) if auto is not None else None
@@ -314,13 +314,13 @@ def _best_nonfused(
 
 
 def _conversion_note(
-    chosen: Candidate, stored: Candidate | None, model: ModelDescription, deployment: Deployment
+    chosen: Candidate, stored: Candidate | None, groups: tuple[MoELayerGroup, ...], deployment: Deployment
 ) -> str:
     conv = chosen.conversion
     assert conv is not None
     ep = deployment.parallel.ep
-    after = expert_bytes_per_rank(model, ep, conv) / (1 << 30)
-    before = expert_bytes_per_rank(model, ep) / (1 << 30)
+    after = expert_bytes_per_rank(groups, ep, conv) / (1 << 30)
+    before = expert_bytes_per_rank(groups, ep) / (1 << 30)
     gain = ""
     if stored is not None and stored.cost is not None and chosen.cost is not None:
         gain = f"; expected {stored.cost.us / chosen.cost.us:.2f}x faster than {stored.spec.key} as stored"

@@ -145,6 +145,7 @@ def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
             eplb=par.eplb,
         ),
         env=dict(dep.env),
+        speculative=dep.speculative,
     )
     return replica, count
 
@@ -199,7 +200,7 @@ def _rejected(decision: Decision) -> list[dict[str, Any]]:
 
 
 def _groups(decision: Decision) -> list[dict[str, Any]]:
-    return [
+    built = [
         {
             "name": g.group.name,
             "role": g.group.role,
@@ -210,6 +211,11 @@ def _groups(decision: Decision) -> list[dict[str, Any]]:
         }
         for g in decision.groups
     ]
+    unbuilt = [
+        {"name": g.name, "role": g.role, "layers": layer_span(g.layers), "chosen": None, "built": False}
+        for g in decision.question.unbuilt
+    ]
+    return built + unbuilt
 
 
 def _domain_reasons(decision: Decision) -> list[str]:

@@ -46,6 +46,9 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
 def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list[str]:
     out = []
     for g in plan.groups:
+        if g.get("built") is False:
+            out.append(f"layer group {g['name']} (layers {g['layers']}): not built (speculative decoding off)")
+            continue
         chosen = g["chosen"] or "no fused backend"
         if g.get("accuracy_class"):
             chosen += f" (accuracy class {g['accuracy_class']})"

@@ -8,7 +8,7 @@ no expert parallelism.
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -98,13 +98,24 @@ def _ep_fix(tp: int, dp: int, ep: int) -> str:
     return f"use --ep {group} (pure EP) or another divisor of {group} ({shown})"
 
 
+#: ``--speculative``: ``none`` (the engines' default: no draft layers are built) or ``mtp`` (the model's own
+#: multi-token-prediction layers draft tokens, so the engine builds them).
+Speculative = Literal["none", "mtp"]
+SPECULATIVE_CHOICES: tuple[str, ...] = ("none", "mtp")
+
+
 class Deployment(_Frozen):
-    """Everything about the cluster a capability decision depends on."""
+    """Everything about the cluster a capability decision depends on.
+
+    ``speculative`` is the launch's speculative decoding: layer groups built only under it (MTP, draft)
+    take part in an engine's decision and sizing only when it is ``mtp``.
+    """
 
     device: DeviceSpec
     topology: Topology
     parallel: Parallelism
     env: dict[str, str] = Field(default_factory=dict, description="Environment variables that matter.")
+    speculative: Speculative = "none"
 
     @model_validator(mode="after")
     def _fits(self) -> Deployment:

@@ -72,7 +72,7 @@ def test_snapshot_inputs_translate_parallel_config() -> None:
 
 
 def test_auto_on_b200_sets_deep_gemm_mega_moe() -> None:
-    out = P.resolve(snap())
+    out = P.resolve(snap(speculative="mtp"))
     assert out.action == "set" and out.moe_backend == "deep_gemm_mega_moe"
     assert out.mutations() == {"kernel_config.moe_backend": "deep_gemm_mega_moe"}
     assert out.table[0].startswith("moe-oracle: DeepseekV4ForCausalLM --moe-backend auto -> deep_gemm_mega_moe")
@@ -239,7 +239,7 @@ def _plan_groups(out: P.Outcome) -> dict[str, dict]:
 
 
 def test_auto_on_h200_serves_v4_through_moe_oracle() -> None:
-    out = P.resolve(snap(device="h200", arch="sm90", software="all"))
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", speculative="mtp"))
     assert out.action == "set" and out.moe_backend is None
     groups = _plan_groups(out)
     assert set(groups) == {"moe", "moe_hash", "mtp"}
@@ -294,7 +294,7 @@ def test_explicit_moe_oracle_variant_through_additional_config() -> None:
 
 def test_explicit_moe_oracle_variant_that_cannot_run_is_refused_in_one_line_per_group() -> None:
     req = {"moe_oracle": {"backend": "deep_gemm_mega_moe:sm90_fp8xfp8", "convert": False}}
-    out = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=req))
+    out = P.resolve(snap(device="h200", arch="sm90", software="all", additional_config=req, speculative="mtp"))
     assert out.action == "refuse" and out.error
     assert out.error.count("layer group '") == 3 and "QUANT_UNSUPPORTED" in out.error
     for bad in ("--allow-fallback", "--engine"):
@@ -384,23 +384,26 @@ def test_cpu_batch_defaults_are_replaced_by_the_named_gpus() -> None:
 V4_NVFP4 = hf("nvidia--DeepSeek-V4-Flash-NVFP4")
 
 
-def _plan_pins(model: str, device: str) -> object:
-    """``moe_oracle.backend`` of the plan ``moe-oracle plan --engine vllm --dp 8 --ep 8`` prints."""
+def _plan_pins(model: str, device: str, speculative: str = "none") -> object:
+    """``moe_oracle.backend`` of the plan ``moe-oracle plan --engine vllm --dp 8 --ep 8 --speculative S`` prints."""
     from moe_oracle.plan.build import build_plan
     from moe_oracle.plan.examples import DeploymentFlags, PlanRequest
     from moe_oracle.rules import Engine
 
-    flags = DeploymentFlags(device=device, dp=8, ep=8)
+    flags = DeploymentFlags(device=device, dp=8, ep=8, speculative=speculative)
     plan = build_plan(PlanRequest(model=model, flags=flags, engine=Engine.VLLM, software="all"))
     argv = plan.commands[0].argv
     return json.loads(argv[argv.index("--additional-config") + 1])["moe_oracle"]["backend"]
 
 
 def test_plan_pins_each_groups_own_variant_and_the_plug_in_accepts_it() -> None:
-    pins = _plan_pins("nvidia/DeepSeek-V4-Flash-NVFP4", "b200")
+    # the MTP group differs only when speculative decoding builds it; without it one variant serves every group
+    assert _plan_pins("nvidia/DeepSeek-V4-Flash-NVFP4", "b200") == "deep_gemm_mega_moe:sm100_nvfp4"
+    pins = _plan_pins("nvidia/DeepSeek-V4-Flash-NVFP4", "b200", "mtp")
     assert isinstance(pins, dict) and pins["mtp"] == "vllm" and pins["moe"].endswith(":sm100_nvfp4")
     out = P.resolve(
         snap(
+            speculative="mtp",
             architecture="DeepseekV4ForCausalLM",
             hf_config=V4_NVFP4,
             model="nvidia/DeepSeek-V4-Flash-NVFP4",
@@ -449,7 +452,7 @@ def test_environment_backend_is_read_and_checked() -> None:
     env = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: "garbage"}))
     assert env.action == "refuse" and "MOE_ORACLE_VLLM_BACKEND = 'garbage' names no variant" in (env.error or "")
     pins = json.dumps({"moe": "deep_gemm_mega_moe:sm90_fp8xfp4", "moe_hash": "vllm", "mtp": "vllm"})
-    ok = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: pins}))
+    ok = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: pins}, speculative="mtp"))
     assert ok.action == "set" and _plan_groups(ok)["moe_hash"]["runs"] == "vllm"
     broken = P.resolve(snap(device="h200", arch="sm90", software="all", env={P.ENV_BACKEND: "{nope"}))
     assert broken.action == "refuse" and "is not valid JSON" in (broken.error or "")

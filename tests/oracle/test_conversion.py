@@ -48,7 +48,9 @@ def test_converted_experts_must_fit_per_rank():
     (r,) = [r for r in conv.failures if r.code.value == "MEMORY_EXCEEDED"]
     assert "per rank at ep=1" in r.message and "Raise the EP size" in r.remediation
     model = resolve_model(V4_FLASH)
-    assert expert_bytes_per_rank(model, 1, conv.conversion) > 1.8 * expert_bytes_per_rank(model, 1)
+    assert expert_bytes_per_rank(model.layer_groups, 1, conv.conversion) > 1.8 * expert_bytes_per_rank(
+        model.layer_groups, 1
+    )
 
 
 def test_lossy_conversion_needs_opt_in():

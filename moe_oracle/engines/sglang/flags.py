@@ -29,6 +29,10 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--dist-init-addr",
     "--host",
     "--port",
+    "--speculative-algorithm",
+    "--speculative-num-steps",
+    "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens",
 )
 
 MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe",)

@@ -24,6 +24,7 @@ from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, Layout
 from moe_oracle.plan.resources import aiter_capacities, choose_mori_heap, derive_aiter_mtpr, derive_mori_heap, formula
+from moe_oracle.plan.speculative import speculative_argv, speculative_notes
 from moe_oracle.rules.engine import EngineConversion
 from moe_oracle.spec.deployment import Deployment
 
@@ -236,6 +237,8 @@ def build(ctx: PlanContext) -> EngineParts:
         derived += _aiter(ctx, chunk, env, notes)
     if par.eplb:
         argv.append("--enable-eplb")
+    argv += speculative_argv(ctx)
+    notes += speculative_notes(ctx)
     if ctx.replicas > 1:
         argv += ["--host", "0.0.0.0", "--port", str(F.SERVER_PORT)]
     total = per_rank_total(derived, dep.device.memory_gib)

@@ -33,6 +33,7 @@ SERVE_FLAGS: tuple[str, ...] = (
     "--headless",
     "--additional-config",
     "--max-num-seqs",
+    "--speculative-config",
 )
 
 #: ``--moe-backend`` values moe-oracle sets (members of ``vllm.config.kernel.MoEBackend``).

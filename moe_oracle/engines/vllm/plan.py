@@ -27,6 +27,7 @@ from moe_oracle.plan.resources import (
     derive_deepgemm,
     derive_mori_heap,
 )
+from moe_oracle.plan.speculative import speculative_argv, speculative_notes
 from moe_oracle.spec.deployment import Deployment
 
 TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"
@@ -194,6 +195,8 @@ def build(ctx: PlanContext) -> EngineParts:
         argv += ["--all2all-backend", all2all]
     if par.eplb:
         argv.append("--enable-eplb")
+    argv += speculative_argv(ctx)
+    notes += speculative_notes(ctx)
     total = per_rank_total(derived, dep.device.memory_gib)
     if total is not None:
         derived.append(total)

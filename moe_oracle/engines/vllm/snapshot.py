@@ -47,6 +47,9 @@ class VllmSnapshot:
     max_num_seqs: int = 256
     all2all_backend: str | None = None
     enable_eplb: bool = False
+    #: ``mtp`` when ``--speculative-config`` drafts with the model's own MTP layers (vLLM normalises every MTP
+    #: method name to ``mtp``, config/speculative.py:1246-1250), which only then builds them
+    speculative: str = "none"
     moe_backend: str = "auto"
     device: str | None = None
     arch: str | None = None
@@ -133,6 +136,7 @@ def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
             eplb=snap.enable_eplb,
         ),
         env={k: snap.env[k] for k in _ENV_READ if k in snap.env},
+        speculative="mtp" if snap.speculative == "mtp" else "none",
     )
     if snap.software == "installed":
         from moe_oracle.software.probe import probe_installed
@@ -296,6 +300,9 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
         max_num_seqs=seqs,
         all2all_backend=getattr(pc, "all2all_backend", None),
         enable_eplb=bool(getattr(pc, "enable_eplb", False)),
+        speculative="mtp"
+        if getattr(getattr(vllm_config, "speculative_config", None), "method", None) == "mtp"
+        else "none",
         moe_backend=str(getattr(getattr(vllm_config, "kernel_config", None), "moe_backend", "auto")),
         device=device,
         arch=arch,

@@ -1,0 +1,70 @@
+"""Layer groups an engine builds only under a launch flag: MTP and draft layers, with speculative decoding.
+
+Both engines load a model's multi-token-prediction layers as a separate draft model, and only when
+speculative decoding is on; without it those layers take no memory and run no MoE, so they neither
+decide the backend nor size a buffer (``Deployment.speculative``, ``--speculative mtp|none``).
+``--engine none`` judges the kernels for every group the checkpoint has.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.rules import Engine
+from moe_oracle.spec.deployment import Deployment
+
+#: Layer-group roles whose layers only a speculative-decoding draft model builds.
+FLAG_BUILT_ROLES: tuple[str, ...] = ("mtp", "draft")
+
+
+@dataclass(frozen=True)
+class SpeculativeLaunch:
+    """How one engine version builds the MTP layers: the flags that switch it on, and the source of that rule."""
+
+    engine: Engine
+    argv: tuple[str, ...]
+    source: str
+
+
+SGLANG = SpeculativeLaunch(
+    Engine.SGLANG,
+    (
+        "--speculative-algorithm",
+        "EAGLE",
+        "--speculative-num-steps",
+        "1",
+        "--speculative-eagle-topk",
+        "1",
+        "--speculative-num-draft-tokens",
+        "2",
+    ),
+    "sglang 0.5.23 srt/managers/scheduler.py:1035-1064 (maybe_init_draft_worker: no draft worker, so no NextN/MTP "
+    "layers, unless --speculative-algorithm is set; NEXTN is an alias of EAGLE, arg_groups/speculative_hook.py:110)",
+)
+VLLM = SpeculativeLaunch(
+    Engine.VLLM,
+    ("--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'),
+    "vllm 0.33.0 v1/worker/gpu_model_runner.py:598-619 (the drafter, and with it the MTP model, exists only with "
+    "--speculative-config)",
+)
+LAUNCHES: dict[Engine, SpeculativeLaunch] = {Engine.SGLANG: SGLANG, Engine.VLLM: VLLM}
+
+
+def flag_built(group: MoELayerGroup) -> bool:
+    """Whether only a speculative-decoding launch builds ``group``'s layers."""
+    return group.role in FLAG_BUILT_ROLES
+
+
+def unbuilt_groups(model: ModelDescription, engine: Engine, deployment: Deployment) -> tuple[MoELayerGroup, ...]:
+    """The groups ``engine`` does not build for this launch (none for ``--engine none`` or ``--speculative mtp``)."""
+    if engine not in LAUNCHES or deployment.speculative == "mtp":
+        return ()
+    return tuple(g for g in model.layer_groups if flag_built(g))
+
+
+def built_groups(model: ModelDescription, engine: Engine, deployment: Deployment) -> tuple[MoELayerGroup, ...]:
+    """The groups the launch builds, in model order (never empty: a model's main group is not flag-built)."""
+    skipped = unbuilt_groups(model, engine, deployment)
+    built = tuple(g for g in model.layer_groups if g not in skipped)
+    return built or model.layer_groups
