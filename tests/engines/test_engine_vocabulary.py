@@ -136,6 +136,22 @@ def test_sglang_megamoe_is_an_a2a_backend(sglang_wheel: Wheel) -> None:
     assert '"megamoe"' in src[at : at + 600]
 
 
+def test_sglang_runner_values_and_nvfp4_rule(sglang_wheel: Wheel) -> None:
+    choices = _literal(sglang_wheel.text("sglang/srt/arg_groups/choices.py"), "MOE_RUNNER_BACKEND_CHOICES")
+    assert set(SF.MOE_RUNNER_BACKENDS) <= choices
+    modelopt = sglang_wheel.text("sglang/srt/layers/quantization/modelopt_quant.py").splitlines()
+    rule = "\n".join(modelopt[2376:2387])
+    assert "use_marlin_fallback = moe_runner_backend.is_marlin()" in rule and "is_blackwell" in rule
+    dsv4 = sglang_wheel.text("sglang/srt/arg_groups/model_overrides/deepseek_v4.py").splitlines()
+    assert 'overrides["moe_runner_backend"] = "flashinfer_trtllm_routed"' in "\n".join(dsv4[65:74])
+
+
+def test_sglang_speculative_rule(sglang_wheel: Wheel) -> None:
+    lines = sglang_wheel.text("sglang/srt/managers/scheduler.py").splitlines()
+    assert "def maybe_init_draft_worker" in lines[1034] and "spec_algorithm.is_none()" in lines[1035]
+    assert "self.draft_worker = DraftWorkerClass(" in lines[1063]
+
+
 def test_sglang_environment_variables_exist_with_their_defaults(sglang_wheel: Wheel) -> None:
     src = sglang_wheel.text("sglang/srt/environ.py")
     table = dict(re.findall(r"^\s+(SGLANG_[A-Z0-9_]+) = (Env\w+\([^)]*\))", src, re.MULTILINE))

@@ -388,3 +388,22 @@ def test_cli_serve_fills_placeholders_and_picks_the_node(tmp_path: Path) -> None
     assert got[got.index("--dist-init-addr") + 1] == "10.1.2.3:5000" and got[got.index("--node-rank") + 1] == "1"
     bad = cli(*args, "--node-rank", "5", env=env)
     assert bad.code == 2 and "no process for replica 0, node rank 5" in bad.err
+
+
+def test_sglang_nvfp4_on_h200_takes_the_marlin_runner() -> None:
+    for model in ("nvidia/DeepSeek-V4-Flash-NVFP4", "nvidia/GLM-5.1-NVFP4"):
+        p = plan(model, "sglang", device="h200", dp=8, ep=8)
+        assert flag(list(p.commands[0].argv), "--moe-runner-backend") == "marlin"
+        assert any("modelopt_quant.py:2377-2386" in n for n in p.notes)
+    for model, device in (("nvidia/GLM-5.1-NVFP4", "b200"), ("zai-org/GLM-5-FP8", "h200")):
+        assert "--moe-runner-backend" not in plan(model, "sglang", device=device, dp=8, ep=8).commands[0].argv
+
+
+def test_sglang_every_multi_node_command_listens_beyond_localhost() -> None:
+    for model, device in (("nvidia/GLM-5.1-NVFP4", "h200"), ("zai-org/GLM-5-FP8", "h200")):
+        p = plan(model, "sglang", device=device, nodes=2, dp=16, ep=16)
+        assert len(p.commands) == 2
+        for cmd in p.commands:
+            assert flag(list(cmd.argv), "--host") == "0.0.0.0", (model, cmd.where)
+    single = plan("zai-org/GLM-5-FP8", "sglang", device="h200", dp=8, ep=8)
+    assert "--host" not in single.commands[0].argv

@@ -33,7 +33,11 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--speculative-num-steps",
     "--speculative-eagle-topk",
     "--speculative-num-draft-tokens",
+    "--moe-runner-backend",
 )
+
+#: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
+MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin",)
 
 MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe",)
 

@@ -212,6 +212,24 @@ def _aiter(ctx: PlanContext, chunk: int, env: dict[str, str], notes: list[str]) 
     return [per_rank, mtpr, heap]
 
 
+def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
+    """``--moe-runner-backend marlin`` where NVFP4 experts run on a pre-Blackwell GPU: SGLang's NVFP4 MoE method
+    raises there unless the runner is ``auto`` or ``marlin`` (``layers/quantization/modelopt_quant.py:2377-2386``),
+    and its DeepSeek V4 override turns ``auto`` into the Blackwell-only ``flashinfer_trtllm_routed`` for NVFP4
+    checkpoints (``arg_groups/model_overrides/deepseek_v4.py:66-74``)."""
+    if ctx.deployment.device.arch.value != "sm90":
+        return []
+    if not any(g.group.weight_format is WeightFormat.NVFP4 for g in ctx.decision.groups):
+        return []
+    notes.append(
+        "--moe-runner-backend marlin: SGLang 0.5.23 runs NVFP4 experts before Blackwell only on the Marlin "
+        "(weight-only FP4) runner; modelopt_quant.py:2377-2386 raises 'Current platform does not support NVFP4 "
+        "quantization with the selected MoE backend' otherwise, and the DeepSeek V4 override "
+        "(model_overrides/deepseek_v4.py:66-74) would pick the Blackwell-only flashinfer_trtllm_routed under auto."
+    )
+    return ["--moe-runner-backend", "marlin"]
+
+
 def build(ctx: PlanContext) -> EngineParts:
     dep = ctx.deployment
     par = dep.parallel
@@ -239,7 +257,9 @@ def build(ctx: PlanContext) -> EngineParts:
         argv.append("--enable-eplb")
     argv += speculative_argv(ctx)
     notes += speculative_notes(ctx)
-    if ctx.replicas > 1:
+    argv += _nvfp4_runner(ctx, notes)
+    if ctx.replicas > 1 or dep.topology.nodes > 1:
+        # every node gets it: SGLang serves on 127.0.0.1 by default, unreachable from another machine
         argv += ["--host", "0.0.0.0", "--port", str(F.SERVER_PORT)]
     total = per_rank_total(derived, dep.device.memory_gib)
     if total is not None:
