@@ -81,6 +81,10 @@ class DeploymentError(BadInputError):
     """An invalid or impossible deployment (device, topology, parallelism)."""
 
 
+class DeploymentDoesNotFitError(BadInputError):
+    """A deployment whose weights, buffers and runtime reserve do not fit one GPU's memory share."""
+
+
 class OverrideRefusedError(OracleError):
     """An explicit ``--moe-backend`` that cannot run on this deployment."""
 

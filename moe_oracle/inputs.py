@@ -202,6 +202,19 @@ def check_engine_software(engine: str | None, software: str | None) -> None:
             )
 
 
+#: The engine release a question about an engine is judged against by default (a named software profile).
+ENGINE_RELEASE_PROFILE = {"vllm": "vllm-0.33.0+moe-oracle", "sglang": "sglang-0.5.23"}
+
+
+def resolve_engine_software(name: str | None, device: str, engine: str) -> tuple[SoftwareProfile, str]:
+    """The software profile for every command alike: given, else ``installed`` for a local device, else the
+    engine's release profile (``--engine vllm``/``sglang``), else ``all`` (every known kernel build)."""
+    if name is None and device.strip().lower() != LOCAL and engine in ENGINE_RELEASE_PROFILE:
+        profile, _ = resolve_software(ENGINE_RELEASE_PROFILE[engine], device)
+        return profile, f"default for --engine {engine}"
+    return resolve_software(name, device)
+
+
 def resolve_software(name: str | None, device: str) -> tuple[SoftwareProfile, str]:
     """The software profile, defaulting to ``installed`` for a local device and ``all`` otherwise."""
     is_local = device.strip().lower() == LOCAL

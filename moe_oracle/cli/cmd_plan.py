@@ -12,38 +12,31 @@ from typing import Any
 
 import click
 
-from moe_oracle.cli.options import deployment_options, env_from, flags_from, low_precision_option
+from moe_oracle.cli.options import (
+    conversion_from,
+    decode_tokens_from,
+    deployment_options,
+    env_from,
+    flags_from,
+    layout_given,
+    question_options,
+)
 from moe_oracle.errors import BadInputError, ExitCode
 
 PLAN_ENGINES = ["vllm", "sglang"]
 
 
 def plan_options(f: Any) -> Any:
-    """Options shared by ``plan`` and ``serve`` (deployment flags plus engine, software, backend)."""
-    f = click.option(
-        "--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file."
-    )(f)
-    f = click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning.")(f)
-    f = click.option(
-        "--moe-backend",
-        "moe_backend",
-        default=None,
-        help="Explicit backend NAME[:VARIANT]; refused (exit 3) if it cannot run.",
-    )(f)
-    f = click.option(
-        "--software",
-        default=None,
-        help="Software profile [default: the engine's release, vllm-0.33.0 or sglang-0.5.23; installed for "
-        "--device local]; all judges kernels alone.",
-    )(f)
+    """Options shared by ``plan`` and ``serve``: the deployment flags and every option ``select`` decides with."""
     f = click.option("--engine", type=click.Choice(PLAN_ENGINES), default=None, help="Engine to launch (required).")(f)
-    f = low_precision_option(f)
+    f = question_options(f)
     f = deployment_options(f)
     return f
 
 
 def request_from(model: str | None, kw: dict[str, Any]) -> Any:
-    """A :class:`PlanRequest` from parsed options (pops what it uses)."""
+    """A :class:`PlanRequest` from parsed options (pops what it uses); with no layout flag, the layout the
+    oracle proposes for the GPUs given (:func:`moe_oracle.decide.layout.propose_layout`)."""
     from moe_oracle.inputs import check_engine_software
     from moe_oracle.plan.build import PlanRequest
     from moe_oracle.rules import Engine
@@ -59,16 +52,33 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
         raise BadInputError("plan needs --device", fix="e.g. --device b200, --device mi355x or --device local")
     env = env_from(kw.pop("env_items"))
     check_engine_software(engine, kw.get("software"))
+    proposed = layout_given() is False
+    kw.pop("all_reasons", None)
+    conversion = conversion_from(kw)
+    decode_tokens = decode_tokens_from(kw)
+    flags = flags_from(kw)
+    memory_fraction = kw.pop("memory_fraction")
+    layout_why = None
+    if proposed:
+        from moe_oracle.decide.layout import propose_layout
+        from moe_oracle.model.resolve import resolve_model
+
+        proposal = propose_layout(resolve_model(model), flags, Engine(engine), memory_fraction=memory_fraction)
+        flags, layout_why = proposal.flags, proposal.why
     return PlanRequest(
         model=model,
-        flags=flags_from(kw),
+        flags=flags,
         engine=Engine(engine),
         software=kw.pop("software"),
         override=kw.pop("moe_backend"),
         allow_fallback=kw.pop("allow_fallback"),
         env=env,
         advisories=kw.pop("advisories"),
-        allow_low_precision_activations=kw.pop("allow_low_precision_activations"),
+        conversion=conversion,
+        workload=kw.pop("workload"),
+        decode_tokens=decode_tokens,
+        memory_fraction=memory_fraction,
+        layout_why=layout_why,
     )
 
 

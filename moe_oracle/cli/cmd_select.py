@@ -9,12 +9,15 @@ import click
 
 from moe_oracle.cli.options import (
     MANUAL_FLAGS,
+    conversion_from,
+    decode_tokens_from,
     deployment_options,
     description_from,
     env_from,
     flags_from,
-    low_precision_option,
+    layout_given,
     manual_options,
+    question_options,
 )
 from moe_oracle.errors import BadInputError, ExitCode, excerpt
 from moe_oracle.rules import Engine
@@ -29,47 +32,12 @@ ENGINES = [e.value for e in Engine]
 @click.option(
     "--engine", type=click.Choice(ENGINES), default="none", show_default=True, help="Engine whose gates apply."
 )
-@click.option("--software", default=None, help="Software profile: installed, all, vllm-0.33.0, sglang-0.5.23, none.")
-@click.option(
-    "--moe-backend",
-    "moe_backend",
-    default=None,
-    help="Explicit backend NAME[:VARIANT]; refused (exit 3) if it cannot run.",
-)
-@click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning.")
-@click.option("--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file.")
-@click.option(
-    "--workload",
-    default="mixed",
-    show_default=True,
-    help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
-)
-@click.option("--no-convert", is_flag=True, help="Forbid load-time conversion of the routed experts.")
-@click.option(
-    "--allow-lossy-conversion",
-    is_flag=True,
-    help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
-)
-@low_precision_option
-@click.option(
-    "--decode-tokens",
-    type=click.IntRange(min=1),
-    default=None,
-    help="Decode batch per rank [default: --max-num-seqs, else 32].",
-)
-@click.option(
-    "--max-num-seqs",
-    type=click.IntRange(min=1),
-    default=None,
-    help="The engine's max sequences per DP rank (vLLM/SGLang max_num_seqs): the decode batch per rank.",
-)
+@question_options
 @click.option("--json", "as_json", is_flag=True, help="Print the decision record as JSON.")
-@click.option("--all-reasons", is_flag=True, help="List every reason of every candidate in the table.")
 @click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.advisories import load_advisories
-    from moe_oracle.decide.question import ConversionOptions
     from moe_oracle.decide.record import decision_to_json, load_record
     from moe_oracle.decide.selection import Override, decide
 
@@ -94,7 +62,7 @@ def select(model: str | None, **kw: Any) -> None:
         check_engine_software,
         deployment_warnings,
         parse_workload,
-        resolve_software,
+        resolve_engine_software,
     )
 
     engine = Engine(kw.pop("engine"))
@@ -105,27 +73,24 @@ def select(model: str | None, **kw: Any) -> None:
     env = env_from(kw.pop("env_items"))
     software_name = kw.pop("software")
     check_engine_software(engine.value, software_name)
-    no_convert, allow_lossy = kw.pop("no_convert"), kw.pop("allow_lossy_conversion")
-    if no_convert and allow_lossy:
-        raise BadInputError(
-            "--no-convert contradicts --allow-lossy-conversion (no conversion at all vs. lossy ones allowed)",
-            fix="keep one of the two flags",
-        )
-    conversion = ConversionOptions(
-        enabled=not no_convert,
-        allow_lossy=allow_lossy,
-        allow_low_precision_activations=kw.pop("allow_low_precision_activations"),
-    )
+    conversion = conversion_from(kw)
     workload_text = kw.pop("workload")
-    max_num_seqs = kw.pop("max_num_seqs")
-    decode_tokens = kw.pop("decode_tokens") or max_num_seqs or 32
+    decode_tokens = decode_tokens_from(kw)
+    memory_fraction = kw.pop("memory_fraction")
+    proposed = not layout_given()
     flags = flags_from(kw)
     description = description_from(model, kw, "select")
+    layout_why = None
+    if proposed:
+        from moe_oracle.decide.layout import propose_layout
+
+        proposal = propose_layout(description, flags, engine, memory_fraction=memory_fraction)
+        flags, layout_why = proposal.flags, proposal.why
     deployment, _ = build_deployment(flags, env)
     for line in deployment_warnings(deployment):
         click.echo(f"warning: {line}", err=True)
     workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
-    software, origin = resolve_software(software_name, flags.device)
+    software, origin = resolve_engine_software(software_name, flags.device, engine.value)
     decision = decide(
         description,
         deployment,
@@ -138,7 +103,25 @@ def select(model: str | None, **kw: Any) -> None:
         conversion=conversion,
     )
     doc = decision_to_json(decision, advisories, origin)
-    _emit(decision, doc, as_json, all_reasons)
+    fit = _fit(decision, memory_fraction)
+    doc["fit"] = fit.to_json()
+    if layout_why:
+        doc["layout_chosen"] = layout_why
+    _emit(decision, doc, as_json, all_reasons, fit=fit, layout_why=layout_why)
+
+
+def _fit(decision: Any, memory_fraction: float | None) -> Any:
+    """The memory verdict of the decided deployment (symmetric buffers: counted by ``plan``, which sizes them)."""
+    from moe_oracle.decide.fit import chosen_conversions
+    from moe_oracle.decide.layout import fit_with_fix
+
+    return fit_with_fix(
+        decision.model,
+        decision.deployment,
+        decision.engine,
+        conversions=chosen_conversions(decision),
+        memory_fraction=memory_fraction,
+    )
 
 
 def _replay_alone(model: str | None) -> None:
@@ -248,12 +231,26 @@ def _span(group: dict[str, Any]) -> str:
     return layer_span(layers) if isinstance(layers, list) and layers else "?"
 
 
-def _emit(decision: Any, doc: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
+def _emit(
+    decision: Any,
+    doc: dict[str, Any],
+    as_json: bool,
+    all_reasons: bool,
+    *,
+    fit: Any = None,
+    layout_why: str | None = None,
+) -> None:
     for w in decision.warnings:
         click.echo(f"warning: {w}", err=True)
+    if fit is not None and not fit.fits:
+        click.echo(f"warning: {fit.reasons[0].message}; this deployment cannot load its weights", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
     from moe_oracle.cli.decision_text import render_decision
 
+    if layout_why:
+        click.echo(layout_why)
     render_decision(decision, doc, all_reasons=all_reasons)
+    if fit is not None:
+        click.echo("\n".join(fit.lines()))

@@ -245,3 +245,104 @@ def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any
 
     extra = {MANUAL_FLAGS[flag]: v for flag, v in given.items() if flag not in _MANUAL_REQUIRED}
     return manual_from_flags(*(given[flag] for flag in _MANUAL_REQUIRED), **extra)
+
+
+#: The parameters that set a parallel layout (native and engine spellings): none given means "propose one".
+LAYOUT_PARAMS = (
+    "tp",
+    "dp",
+    "ep",
+    "pp",
+    "alias_tp",
+    "alias_dp",
+    "alias_pp",
+    "alias_enable_ep",
+    "sgl_tp",
+    "sgl_dp",
+    "sgl_ep",
+)
+
+
+def layout_given() -> bool:
+    """True when any layout flag was typed (explicit layouts are judged as given)."""
+    return any(_given(name) for name in LAYOUT_PARAMS)
+
+
+def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every deciding command (select, plan, serve, compare) takes, with the same defaults."""
+    opts = [
+        click.option(
+            "--software",
+            default=None,
+            help="Software profile [default: installed for --device local; the engine release "
+            "(vllm-0.33.0+moe-oracle, "
+            "sglang-0.5.23) for --engine vllm/sglang; all (every known kernel build) otherwise].",
+        ),
+        click.option(
+            "--moe-backend",
+            "moe_backend",
+            default=None,
+            help="Explicit backend NAME[:VARIANT]; refused (exit 3) if it cannot run.",
+        ),
+        click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning."),
+        click.option(
+            "--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file."
+        ),
+        click.option(
+            "--workload",
+            default="mixed",
+            show_default=True,
+            help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
+        ),
+        click.option("--no-convert", is_flag=True, help="Forbid load-time conversion of the routed experts."),
+        click.option(
+            "--allow-lossy-conversion",
+            is_flag=True,
+            help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
+        ),
+        click.option(
+            "--decode-tokens",
+            type=click.IntRange(min=1),
+            default=None,
+            help="Decode batch per rank [default: --max-num-seqs, else 32].",
+        ),
+        click.option(
+            "--max-num-seqs",
+            type=click.IntRange(min=1),
+            default=None,
+            help="The engine's max sequences per DP rank (vLLM/SGLang max_num_seqs): the decode batch per rank.",
+        ),
+        click.option(
+            "--memory-fraction",
+            type=click.FloatRange(min=0.05, max=1.0),
+            default=None,
+            help="The engine's memory share of a GPU for the fit (vLLM --gpu-memory-utilization [0.9], SGLang "
+            "--mem-fraction-static [its own default]).",
+        ),
+        click.option("--all-reasons", is_flag=True, help="List every reason of every candidate."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return low_precision_option(f)
+
+
+def conversion_from(kw: dict[str, Any]) -> Any:
+    """The :class:`ConversionOptions` of ``--no-convert``/``--allow-lossy-conversion``/``--allow-low-precision-...``."""
+    from moe_oracle.decide.question import ConversionOptions
+
+    no_convert, allow_lossy = kw.pop("no_convert"), kw.pop("allow_lossy_conversion")
+    if no_convert and allow_lossy:
+        raise BadInputError(
+            "--no-convert contradicts --allow-lossy-conversion (no conversion at all vs. lossy ones allowed)",
+            fix="keep one of the two flags",
+        )
+    return ConversionOptions(
+        enabled=not no_convert,
+        allow_lossy=allow_lossy,
+        allow_low_precision_activations=kw.pop("allow_low_precision_activations"),
+    )
+
+
+def decode_tokens_from(kw: dict[str, Any]) -> int:
+    max_num_seqs = kw.pop("max_num_seqs")
+    return kw.pop("decode_tokens") or max_num_seqs or 32

@@ -299,19 +299,9 @@ class MoELayerGroup(_Frozen):
         return self.num_shared_experts * self.moe_intermediate_size
 
     def expert_weight_bytes(self) -> int:
-        """Bytes of one routed expert's weights and scales as stored (w13 + w2)."""
-        q = self.weight_quant
-        elems = 3 * self.hidden_size * self.moe_intermediate_size
-        data = elems * q.bits // 8
-        if q.block is None:
-            scales = 0 if q.format is WeightFormat.BF16 else q.scale_bytes * 3 * self.moe_intermediate_size
-        else:
-            rows, cols = q.block
-            per_scale = q.scale_bytes
-            h, i = self.hidden_size, self.moe_intermediate_size
-            n_scales = _cdiv(2 * i, rows) * _cdiv(h, cols) + _cdiv(h, rows) * _cdiv(i, cols)
-            scales = n_scales * per_scale
-        return data + scales
+        """Bytes of one routed expert's weights and scales as stored (w13 ``[2I, H]`` + w2 ``[H, I]``)."""
+        h, i, q = self.hidden_size, self.moe_intermediate_size, self.weight_quant
+        return linear_bytes(2 * i, h, q) + linear_bytes(h, i, q)
 
 
 def layer_span(layers: tuple[int, ...] | list[int]) -> str:
@@ -335,6 +325,61 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+BF16 = QuantSpec(format=WeightFormat.BF16)
+
+
+class Part(_Frozen):
+    """One kind of weight: ``linear`` is a tuple of ``(count, N, K)`` matrices stored in ``fmt``;
+    ``raw_bytes`` is what is stored outside any format (norms, fp32 tables, biases)."""
+
+    name: str
+    linear: tuple[tuple[int, int, int], ...] = ()
+    fmt: QuantSpec = BF16
+    raw_bytes: int = 0
+    mtp: bool = Field(default=False, description="Held only when the launch builds the MTP layers.")
+
+    @property
+    def params(self) -> int:
+        """Weight elements (scales and raw tensors not counted, as a model card counts)."""
+        return sum(c * n * k for c, n, k in self.linear)
+
+    @property
+    def bytes(self) -> int:
+        return sum(c * linear_bytes(n, k, self.fmt) for c, n, k in self.linear) + self.raw_bytes
+
+
+class Footprint(_Frozen):
+    """The non-routed-expert weights of a model and its KV cache per token.
+
+    ``kv_bytes_per_token`` is summed over every attention layer (one token's cache on a rank that
+    holds all attention heads, as each attention-DP rank does); ``kv_bytes_fixed`` is what a
+    sequence holds regardless of its length (sliding windows). ``source`` names the table entry.
+    """
+
+    parts: tuple[Part, ...]
+    kv_bytes_per_token: int = Field(ge=0)
+    kv_bytes_fixed: int = Field(default=0, ge=0)
+    kv_formula: str = ""
+    max_context: int | None = None
+    source: str = ""
+
+    def bytes(self, *, mtp_built: bool) -> int:
+        return sum(p.bytes for p in self.parts if mtp_built or not p.mtp)
+
+    def params(self, *, mtp: bool = True) -> int:
+        return sum(p.params for p in self.parts if mtp or not p.mtp)
+
+
+def linear_bytes(n: int, k: int, fmt: QuantSpec) -> int:
+    """Bytes of one ``[n, k]`` weight in ``fmt`` with its scales (block scales tile ``(rows, cols)``;
+    per-channel FP8 one fp32 scale per row; NVFP4 adds its fp32 global scale)."""
+    data = n * k * fmt.bits // 8
+    if fmt.block is None:
+        return data + (0 if fmt.format is WeightFormat.BF16 else fmt.scale_bytes * n)
+    rows, cols = fmt.block
+    return data + _cdiv(n, rows) * _cdiv(k, cols) * fmt.scale_bytes + (4 if fmt.global_scale else 0)
+
+
 class ModelDescription(_Frozen):
     """A model's MoE description: what ``moe-oracle model`` prints.
 
@@ -348,6 +393,13 @@ class ModelDescription(_Frozen):
     layer_groups: tuple[MoELayerGroup, ...] = Field(min_length=1)
     num_hidden_layers: PositiveInt | None = None
     source: str = Field(default="", description="Where the config came from (preset, path, hub cache).")
+    #: Derived from the config for the memory fit, never an input of the decision: left out of ``model_dump``
+    #: (records and their fingerprints do not carry it).
+    footprint: Footprint | None = Field(
+        default=None,
+        exclude=True,
+        description="The weights besides the routed experts and the KV cache per token, when known.",
+    )
     #: What the description holds that the config (or manual input) did not state, each with its source.
     assumptions: tuple[str, ...] = ()
 

@@ -14,10 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moe_oracle.decide.fit import Fit, chosen_conversions
+from moe_oracle.decide.layout import fit_with_fix
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision, Override, decide
-from moe_oracle.errors import BadInputError, OverrideRefusedError
-from moe_oracle.inputs import DeploymentFlags, build_deployment, deployment_warnings, resolve_software
+from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
+from moe_oracle.inputs import (
+    ENGINE_RELEASE_PROFILE,
+    DeploymentFlags,
+    build_deployment,
+    deployment_warnings,
+    parse_workload,
+    resolve_engine_software,
+)
 from moe_oracle.jsonfile import path_problem
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
@@ -27,7 +36,7 @@ from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 
 #: The engine release each plan targets by default (a named software profile).
-RELEASE_PROFILE = {Engine.VLLM: "vllm-0.33.0+moe-oracle", Engine.SGLANG: "sglang-0.5.23"}
+RELEASE_PROFILE = {Engine(name): profile for name, profile in ENGINE_RELEASE_PROFILE.items()}
 PLAN_ENGINES = (Engine.VLLM, Engine.SGLANG)
 
 
@@ -41,7 +50,11 @@ class PlanRequest:
     allow_fallback: bool = False
     env: dict[str, str] = field(default_factory=dict)
     advisories: str | None = None
-    allow_low_precision_activations: bool = False
+    conversion: ConversionOptions = field(default_factory=ConversionOptions)
+    workload: str = "mixed"
+    decode_tokens: int = 32
+    memory_fraction: float | None = None
+    layout_why: str | None = None
 
 
 @dataclass
@@ -102,11 +115,8 @@ def engine_module(engine: Engine) -> Any:
 
 
 def resolve_plan_software(name: str | None, device: str, engine: Engine) -> tuple[SoftwareProfile, str]:
-    """Plans default to the engine's release profile (local devices: what is installed)."""
-    if name is None and device.strip().lower() != "local":
-        profile, _ = resolve_software(RELEASE_PROFILE[engine], device)
-        return profile, f"default for --engine {engine.value}"
-    return resolve_software(name, device)
+    """Plans default to the engine's release profile (local devices: what is installed), as every command does."""
+    return resolve_engine_software(name, device, engine.value)
 
 
 def _model_arg(source: str, description: ModelDescription) -> str:
@@ -243,6 +253,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     eng.check_layout(deployment)
     advisories = load_advisories(req.advisories)
     override = Override.parse(req.override) if req.override else None
+    workload = parse_workload(req.workload, deployment.parallel.tokens_per_rank, req.decode_tokens)
 
     def run(dep: Deployment) -> Decision:
         return decide(
@@ -253,7 +264,8 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
             override=override,
             allow_fallback=req.allow_fallback,
             advisories=advisories,
-            conversion=ConversionOptions(allow_low_precision_activations=req.allow_low_precision_activations),
+            workload=workload,
+            conversion=req.conversion,
         )
 
     crossing = deployment.parallel.ep > deployment.topology.effective_domain
@@ -330,6 +342,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         user_env=dict(req.env),
     )
     parts: EngineParts = eng.build(ctx)
+    fit = plan_fit(description, active, active_dep, parts.derived, req.memory_fraction)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
     return LaunchPlan(
@@ -357,4 +370,35 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         override=None if override is None else str(override),
         decision=doc,
         default_command_reason=why_not,
+        fit=fit,
+        layout_why=req.layout_why,
     )
+
+
+def plan_fit(
+    description: ModelDescription,
+    decision: Decision,
+    deployment: Deployment,
+    derived: list[Derived],
+    memory_fraction: float | None,
+) -> Fit:
+    """The memory verdict of the planned deployment, with the plan's symmetric buffers; a deployment that
+    cannot hold its weights is refused (exit 2) with the numbers and the layouts or formats that fit."""
+    buffers = next((d for d in derived if d.key == "symm_buffer_total_bytes"), None)
+    fit = fit_with_fix(
+        description,
+        deployment,
+        decision.engine,
+        conversions=chosen_conversions(decision),
+        buffer_bytes=buffers.value if buffers is not None else 0,
+        buffer_detail="the derived total below" if buffers is not None else "",
+        memory_fraction=memory_fraction,
+    )
+    if not fit.fits:
+        reason = fit.reasons[0]
+        raise DeploymentDoesNotFitError(
+            f"[{reason.code.value}] {description.model} on {Layout.of(deployment).label()} x {deployment.device.name}: "
+            f"{reason.message}",
+            fix=reason.remediation,
+        )
+    return fit

@@ -194,6 +194,8 @@ class LaunchPlan:
     override: str | None
     decision: dict[str, Any]
     default_command_reason: str | None = None
+    fit: Any = None  # moe_oracle.decide.fit.Fit (the memory verdict per rank)
+    layout_why: str | None = None  # set when the oracle chose the layout (no layout flag given)
 
     @property
     def fused(self) -> bool:
@@ -246,5 +248,7 @@ class LaunchPlan:
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "fingerprint": self.fingerprint,
+            "fit": None if self.fit is None else self.fit.to_json(),
+            "layout_chosen": self.layout_why,
             "decision": self.decision,
         }

@@ -36,6 +36,13 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
             out.append(f"Layout: {plan.layout.label()} as requested (replicas considered, not adopted).")
     else:
         out.append(f"Layout: {plan.layout.label()}, {plan.layout.nodes} node(s) x {plan.layout.gpus_per_node} GPUs.")
+    if plan.layout_why:
+        out.append(f"  {plan.layout_why}")
+    if plan.fit is not None:
+        kv = plan.fit.kv_bytes / (1 << 30)
+        out.append(
+            f"Memory: {plan.fit.verdict} ({plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank, {kv:.1f} GiB KV cache)"
+        )
     out.append(
         f"Software profile: {plan.software} ({plan.software_origin}); decision fingerprint {plan.fingerprint}"
         + (f"; override --moe-backend {plan.override}" if plan.override else "")
@@ -126,6 +133,9 @@ def render_text(plan: LaunchPlan) -> str:
     for where, shell in command_blocks(plan):
         lines.append(f"# {where}")
         lines.append(shell)
+    if plan.fit is not None:
+        lines += ["", "## Memory fit"]
+        lines += plan.fit.lines()
     if plan.derived:
         lines += ["", "## Derived quantities"]
         for d in plan.derived:
@@ -158,6 +168,8 @@ def render_markdown(plan: LaunchPlan, *, title: str, regenerate: str, comparison
         lines.append("")
     for where, shell in command_blocks(plan):
         lines += [f"{where}:", "", "```bash", shell, "```", ""]
+    if plan.fit is not None:
+        lines += ["## Memory fit", "", "```text", *plan.fit.lines(), "```", ""]
     if plan.derived:
         lines += ["## Derived quantities", "", "```text"]
         for d in plan.derived:

@@ -26,6 +26,8 @@ class ReasonCode(str, Enum):
     TOKENS_UNSUPPORTED = "TOKENS_UNSUPPORTED"
     HEAP_TOO_SMALL = "HEAP_TOO_SMALL"
     MEMORY_EXCEEDED = "MEMORY_EXCEEDED"
+    DEPLOYMENT_MEMORY_EXCEEDED = "DEPLOYMENT_MEMORY_EXCEEDED"
+    KV_CACHE_TOO_SMALL = "KV_CACHE_TOO_SMALL"
     CONVERSION_LOSSY = "CONVERSION_LOSSY"
     ENGINE_UNSUPPORTED = "ENGINE_UNSUPPORTED"
     MODEL_CLASS_UNSUPPORTED = "MODEL_CLASS_UNSUPPORTED"
@@ -62,6 +64,11 @@ _MEANING: dict[ReasonCode, str] = {
     ReasonCode.TOKENS_UNSUPPORTED: "The per-rank token capacity breaks the kernel's rule.",
     ReasonCode.HEAP_TOO_SMALL: "The symmetric heap configured is smaller than the kernel needs.",
     ReasonCode.MEMORY_EXCEEDED: "Converted expert weights would not fit per rank with room for the KV cache.",
+    ReasonCode.DEPLOYMENT_MEMORY_EXCEEDED: (
+        "One rank's weights, symmetric buffers and runtime reserve exceed the engine's memory share of a GPU "
+        "(or leave too little KV cache to serve)."
+    ),
+    ReasonCode.KV_CACHE_TOO_SMALL: "The KV cache left per rank holds less than the model's context for one sequence.",
     ReasonCode.CONVERSION_LOSSY: "A load-time format conversion would change the model's numerics (needs opt-in).",
     ReasonCode.ENGINE_UNSUPPORTED: "The target engine version has no code path for this backend here.",
     ReasonCode.MODEL_CLASS_UNSUPPORTED: (

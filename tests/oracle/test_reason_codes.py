@@ -290,6 +290,8 @@ def test_every_reason_code_is_covered():
         "ROUTER_WEIGHT_ON_INPUT": "test_router_weight_on_input_llama4",
         "SHARED_EXPERT_GATED": "test_shared_expert_gated_blocks_only_a_fusion",
         "QUANT_INTEGER": "test_quant_integer_kimi_k25_int4",
+        "DEPLOYMENT_MEMORY_EXCEEDED": "test_deployment_memory_exceeded",
+        "KV_CACHE_TOO_SMALL": "test_kv_cache_too_small",
     }
     assert set(covered) == {c.value for c in ReasonCode}
     assert set(covered.values()) <= tests
@@ -315,3 +317,15 @@ def test_conversion_lossy():
     (conv,) = decide(manual(fmt="bf16"), dep, sw).main.conversions
     assert [r.code.value for r in conv.failures] == ["CONVERSION_LOSSY"]
     assert "--allow-lossy-conversion" in conv.failures[0].remediation
+
+
+def test_deployment_memory_exceeded():
+    from tests.oracle.test_fit import test_deepseek_v4_pro_on_8_h100_does_not_fit_and_names_the_layout_that_does as t
+
+    t()
+
+
+def test_kv_cache_too_small():
+    from tests.oracle.test_fit import test_kv_cache_too_small_names_the_max_model_len as t
+
+    t()
