@@ -21,6 +21,8 @@ _LAZY = {
     "EmulatedMegaMoE": "moe_oracle.runtime.emulation",
     "route": "moe_oracle.runtime.routing",
     "reference_moe": "moe_oracle.runtime.reference",
+    "reference_moe_block": "moe_oracle.runtime.reference",
+    "shared_expert_reference": "moe_oracle.runtime.reference",
     "calc_diff": "moe_oracle.runtime.reference",
     "rel_l2": "moe_oracle.runtime.reference",
     "BackendUnavailableError": "moe_oracle.runtime.errors",

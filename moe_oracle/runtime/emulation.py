@@ -8,7 +8,8 @@ its weight layout (``VariantSpec.numerics``, ``VariantSpec.layout``), it runs on
 2. per routed expert: ``h = x @ W13^T`` in fp32 on the dequantized operands (the kernels accumulate
    in fp32 with the block scales applied per K block; the twin applies them to the operands, which
    differs only by fp32 summation order); ``h`` rounded to BF16 when ``recipe.l1_output_bf16``;
-3. SwiGLU with the group's clamp / alpha / beta;
+3. the group's activation (SwiGLU with its clamp / alpha / beta, or gated GELU; a group its kernel cannot run,
+   e.g. with expert biases or the router weight on the input, is refused with the variant's own reasons);
 4. the top-k weight multiplies the SwiGLU output when ``recipe.weight_before_l2``;
 5. the L2 input is requantized as the kernel's epilogue does (``actquant.fake_quant_intermediate``);
 6. ``o = a @ W2^T`` in fp32, times the top-k weight if not applied before, rounded to BF16 when
@@ -37,7 +38,7 @@ from moe_oracle.runtime.actquant import fake_quant_input, fake_quant_intermediat
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.quantize import dequantize_expert, dequantize_range, experts_to
-from moe_oracle.runtime.reference import swiglu
+from moe_oracle.runtime.reference import activate
 
 if TYPE_CHECKING:
     from moe_oracle.rules import VariantSpec
@@ -86,6 +87,7 @@ class EmulatedMegaMoE(MegaMoELayer):
             raise LayerInputError(
                 f"options['fp8_intermediate_scale'] must be 'kernel' or 'exact', got {self.fp8_scale!r}"
             )
+        self._refuse_what_the_kernel_cannot(spec, config)
         self._cache_opt = opts.get("cache_dequantized")
         self.device = torch.device(config.device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
@@ -97,6 +99,26 @@ class EmulatedMegaMoE(MegaMoELayer):
         self.experts: CheckpointExperts | None = None
         self.l2_activation_scale: float | None = None
         self._cache: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def _refuse_what_the_kernel_cannot(self, spec: VariantSpec, config: LayerConfig) -> None:
+        """A twin models its kernel: a group the kernel's contract excludes (expert biases, router weight on
+        the input, integer weights, another activation kind) is refused with the variant's own reasons."""
+        from moe_oracle.rules import ReasonCode
+        from moe_oracle.runtime.build import refusals
+
+        contract = {
+            ReasonCode.EXPERT_BIAS_UNSUPPORTED,
+            ReasonCode.ROUTER_WEIGHT_ON_INPUT,
+            ReasonCode.QUANT_INTEGER,
+            ReasonCode.ACTIVATION_UNSUPPORTED,
+        }
+        reasons = [r for r in refusals(spec, config) if r.code in contract]
+        if reasons:
+            raise LayerInputError(
+                f"{self.key} cannot model layer group '{config.group.name}': its kernel "
+                + "; ".join(f"{r.code.value}: {r.message}" for r in reasons),
+                fix=" ".join(dict.fromkeys(r.remediation for r in reasons if r.remediation)),
+            )
 
     # ------------------------------------------------------------------------------------
     def load(self, experts: CheckpointExperts) -> None:
@@ -167,7 +189,7 @@ class EmulatedMegaMoE(MegaMoELayer):
             h = x[rows] @ w13.t()
             if r.l1_output_bf16:
                 h = h.to(torch.bfloat16).float()
-            a = swiglu(h, g.activation)
+            a = activate(h, g.activation)
             ww = w[rows, slots].unsqueeze(1)
             if r.weight_before_l2:
                 a = a * ww

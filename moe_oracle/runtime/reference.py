@@ -13,7 +13,8 @@ from collections.abc import Callable
 
 import torch
 
-from moe_oracle.model.types import Activation
+from moe_oracle.errors import BadInputError
+from moe_oracle.model.types import Activation, ActivationKind, MoELayerGroup
 from moe_oracle.runtime.interface import CheckpointExperts
 
 ExpertWeights = Callable[[int], tuple[torch.Tensor, torch.Tensor]]
@@ -33,6 +34,19 @@ def swiglu(h: torch.Tensor, activation: Activation) -> torch.Tensor:
     if activation.beta != 0.0:
         up = up + activation.beta
     return out * up
+
+
+def activate(h: torch.Tensor, activation: Activation) -> torch.Tensor:
+    """The expert activation of ``[M, 2I]`` gate-then-up columns: SwiGLU (:func:`swiglu`) or gated GELU (tanh).
+
+    Kinds no reference implements here (ReLU², SiTU) raise one line: their experts are not gated the same way.
+    """
+    if activation.kind is ActivationKind.SWIGLU:
+        return swiglu(h, activation)
+    if activation.kind is ActivationKind.GELU:
+        i = h.shape[-1] // 2
+        return torch.nn.functional.gelu(h[..., :i], approximate="tanh") * h[..., i:]
+    raise BadInputError(f"the FP32 reference has no {activation.kind.value} activation (SwiGLU and gated GELU only)")
 
 
 def _weight_source(weights: CheckpointExperts | tuple[torch.Tensor, torch.Tensor] | ExpertWeights) -> ExpertWeights:
@@ -83,10 +97,55 @@ def reference_moe(
         rows, slots = torch.nonzero(valid & (local == e), as_tuple=True)
         w13_e, w2_e = source(int(e))
         w13_e, w2_e = w13_e.to(x.device), w2_e.to(x.device)
-        act = swiglu(x[rows] @ w13_e.t(), activation)
+        act = activate(x[rows] @ w13_e.t(), activation)
         out = (act @ w2_e.t()) * w[rows, slots].unsqueeze(1)
         y.index_add_(0, rows, out)
     return y
+
+
+def shared_expert_reference(
+    hidden_states: torch.Tensor,
+    w13: torch.Tensor,
+    w2: torch.Tensor,
+    activation: Activation,
+    gate_weight: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """FP32 shared-expert output ``[T, H]``: ``act(x @ w13^T) @ w2^T``, scaled per token by
+    ``sigmoid(x @ gate_weight^T)`` when the group's shared expert is gated (Qwen2-MoE / Qwen3-Next / Qwen3.5:
+    ``shared_expert_gate`` is a ``[1, H]`` linear). ``w13``: ``[2S, H]`` (gate rows first), ``w2``: ``[H, S]``."""
+    x = hidden_states.float()
+    out = activate(x @ w13.float().t(), activation) @ w2.float().t()
+    if gate_weight is not None:
+        out = out * torch.sigmoid(x @ gate_weight.float().reshape(1, -1).t())
+    return out
+
+
+def reference_moe_block(
+    group: MoELayerGroup,
+    hidden_states: torch.Tensor,
+    topk_ids: torch.Tensor,
+    topk_weights: torch.Tensor,
+    weights: CheckpointExperts | tuple[torch.Tensor, torch.Tensor] | ExpertWeights,
+    shared: tuple[torch.Tensor, torch.Tensor] | None = None,
+    shared_gate: torch.Tensor | None = None,
+) -> torch.Tensor:
+    """FP32 output of a whole MoE block ``[T, H]``: the routed experts plus the shared expert(s), gated when the
+    group says so (``shared_gate`` is then required; it is refused for an ungated group).
+
+    A mega-MoE layer computes the routed part only; an engine adds the shared part outside the kernel,
+    which is what this reference composes.
+    """
+    y = reference_moe(hidden_states, topk_ids, topk_weights, weights, group.activation)
+    if group.num_shared_experts == 0:
+        if shared is not None:
+            raise BadInputError(f"layer group '{group.name}' has no shared experts, but shared weights were given")
+        return y
+    if shared is None:
+        raise BadInputError(f"layer group '{group.name}' has {group.num_shared_experts} shared expert(s): pass them")
+    if group.shared_expert_gate != (shared_gate is not None):
+        need = "needs its shared_expert_gate weight" if group.shared_expert_gate else "has no shared-expert gate"
+        raise BadInputError(f"layer group '{group.name}' {need}")
+    return y + shared_expert_reference(hidden_states, shared[0], shared[1], group.activation, shared_gate)
 
 
 def calc_diff(x: torch.Tensor, y: torch.Tensor) -> float:
