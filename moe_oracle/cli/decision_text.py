@@ -53,6 +53,8 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
     )
     if decision.override is not None:
         con.print(f"override: --moe-backend {decision.override}")
+    for line in decision.model.assumptions:
+        con.print(f"assumed: {escape(line)}")
     seen: dict[tuple[Any, ...], str] = {}
     for g in decision.groups:
         con.print()

@@ -75,7 +75,14 @@ class _Ctx:
         if not self.flags:
             return path
         leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
-        leaf = {"clamp": "swiglu_clamp", "layers": "num_layers"}.get(leaf, leaf)
+        leaf = {
+            "clamp": "swiglu_clamp",
+            "layers": "num_layers",
+            "weight_on_input": "router_weight_on_input",
+            "kind": "activation",
+            "alpha": "activation",
+            "beta": "activation",
+        }.get(leaf, leaf)
         return "--" + leaf.replace("_", "-")
 
     def error(self, path: str, value: Any, expected: str) -> ModelConfigError:
@@ -392,6 +399,36 @@ def load_manual_description(path: str | Path) -> ModelDescription:
     return manual_from_dict(read_json_file(file), where=str(file))
 
 
+def activation_from_spec(text: Any, *, where: str = "manual flags") -> dict[str, Any]:
+    """``--activation`` value -> the manual JSON ``activation`` object.
+
+    ``swiglu``; ``swiglu-clamp:L`` (DeepSeek V4 style pre-activation clamp); ``swigluoai:ALPHA,LIMIT``
+    (gpt-oss: ``alpha`` sharpness, beta 1, clamp ``LIMIT``; ``swigluoai`` alone = 1.702,7); ``gelu`` (gated
+    GELU); ``relu2`` (squared ReLU, not gated). Errors name ``--activation``.
+    """
+    ctx = _Ctx(where, flags=True)
+    if not isinstance(text, str) or not text.strip():
+        raise ctx.error("activation", text, _ACTIVATION_FORMS)
+    kind, _, args = text.strip().lower().partition(":")
+    parts = [p.strip() for p in args.split(",")] if args else []
+    if kind in ("swiglu", "gelu", "relu2", "situ") and not parts:
+        return {"kind": kind}
+    if kind == "swiglu-clamp" and len(parts) == 1:
+        return {"kind": "swiglu", "clamp": ctx.number(parts[0], "activation", hi=1e6)}
+    if kind == "swigluoai" and len(parts) in (0, 2):
+        alpha, limit = (parts or ["1.702", "7"])[:2]
+        return {
+            "kind": "swiglu",
+            "alpha": ctx.number(alpha, "activation", hi=1e3),
+            "beta": 1.0,
+            "clamp": ctx.number(limit, "activation", hi=1e6),
+        }
+    raise ctx.error("activation", text, _ACTIVATION_FORMS)
+
+
+_ACTIVATION_FORMS = "expected swiglu, swiglu-clamp:LIMIT, swigluoai[:ALPHA,LIMIT], gelu or relu2"
+
+
 def manual_from_flags(
     hidden_size: Any,
     moe_intermediate_size: Any,
@@ -404,24 +441,49 @@ def manual_from_flags(
     weight_scale_format: Any = None,
     weight_global_scale: Any = None,
     shared_expert_format: Any = None,
-    scoring: Any = "sigmoid",
-    correction_bias: Any = True,
-    renormalize: Any = True,
+    shared_expert_width: Any = None,
+    shared_expert_gate: Any = None,
+    scoring: Any = None,
+    correction_bias: Any = None,
+    renormalize: Any = None,
+    router_weight_on_input: Any = None,
     num_groups: Any = 1,
     topk_groups: Any = 1,
     routed_scaling_factor: Any = 1.0,
+    activation: Any = None,
     swiglu_clamp: Any = None,
+    expert_bias: Any = None,
     num_layers: Any = 1,
     model: str = "manual",
 ) -> ModelDescription:
     """Build a one-group description from CLI flag values (ints, or their decimal strings).
 
-    ``weight_block`` may be ``[rows, cols]`` or ``"128x128"``; the group covers layers
-    ``0 .. num_layers-1``. Errors name the flag (``--hidden-size``).
+    ``weight_block`` may be ``[rows, cols]`` or ``"128x128"``; ``activation`` is an
+    :func:`activation_from_spec` string (``swiglu_clamp`` is the older spelling of ``swiglu-clamp:L``);
+    the group covers layers ``0 .. num_layers-1``. Routing, activation and expert-bias values left at
+    ``None`` take the manual defaults, and the description's ``assumptions`` say so. Errors name the flag.
     """
     ctx = _Ctx("manual flags", flags=True)
     count = ctx.int(num_layers, "num_layers", 1, MAX_LAYERS)
-    group = {
+    if activation is not None and swiglu_clamp is not None:
+        raise ctx.error("activation", activation, "give --activation or --swiglu-clamp, not both")
+    act = activation_from_spec(activation) if activation is not None else None
+    if swiglu_clamp is not None:
+        act = {"kind": "swiglu", "clamp": swiglu_clamp}
+    routing = {
+        key: value
+        for key, value in (
+            ("scoring", scoring),
+            ("correction_bias", correction_bias),
+            ("renormalize", renormalize),
+            ("weight_on_input", router_weight_on_input),
+            ("num_groups", num_groups),
+            ("topk_groups", topk_groups),
+            ("routed_scaling_factor", routed_scaling_factor),
+        )
+        if value is not None
+    }
+    group: dict[str, Any] = {
         "name": "moe",
         "role": "routed",
         "layers": list(range(count)),
@@ -435,16 +497,12 @@ def manual_from_flags(
         "weight_scale_format": weight_scale_format,
         "weight_global_scale": weight_global_scale,
         "shared_expert_format": shared_expert_format,
-        "activation": {"kind": "swiglu", "clamp": swiglu_clamp},
-        "routing": {
-            "scoring": scoring,
-            "correction_bias": correction_bias,
-            "renormalize": renormalize,
-            "num_groups": num_groups,
-            "topk_groups": topk_groups,
-            "routed_scaling_factor": routed_scaling_factor,
-        },
+        "shared_expert_width": shared_expert_width,
+        "routing": routing,
     }
+    for key, value in (("activation", act), ("expert_bias", expert_bias), ("shared_expert_gate", shared_expert_gate)):
+        if value is not None:
+            group[key] = value
     built = _group(ctx, group, 0, set())
     if not isinstance(model, str) or not model:
         raise ctx.error("model", model, "expected a non-empty string")
@@ -456,7 +514,14 @@ def manual_from_flags(
         layer_groups=(built,),
         num_hidden_layers=None,
         source="manual flags",
+        assumptions=tuple(_assumed(ctx, group, "layer_groups[0]")),
     )
 
 
-__all__ = ["FORMAT_DEFAULTS", "load_manual_description", "manual_from_dict", "manual_from_flags"]
+__all__ = [
+    "FORMAT_DEFAULTS",
+    "activation_from_spec",
+    "load_manual_description",
+    "manual_from_dict",
+    "manual_from_flags",
+]

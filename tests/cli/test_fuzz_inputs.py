@@ -193,10 +193,14 @@ MANUAL_VALID = {
     "--num-shared-experts": "1",
     "--weight-block": "1x32",
     "--num-layers": "4",
+    "--shared-expert-width": "2048",
+    "--scoring": "softmax",
+    "--activation": "swigluoai:1.702,7",
 }
 #: Spellings a person (or a paste) produces: signs, unicode digits (``isdigit()`` passes ``⁸``), huge numbers.
 manual_values = (
     st.sampled_from(["+-4096", "⁸", "٤٠٩٦", "1_0", "0x10", "4096.0", "1e3", "-1", "+8", " 8 ", "nan", "∞", "", "x"])
+    | st.sampled_from(["swigluoai:nan,7", "swiglu-clamp:1e400", "gelu:", "relu2", "swigluoai:,", "SOFTMAX", "int4"])
     | st.integers(-(2**70), 2**70).map(str)
     | st.text(max_size=12)
 )

@@ -64,3 +64,40 @@ def test_manual_integer_flag_spellings_are_refused_in_one_line(flag, value):
 def test_manual_weight_block_with_superscript_digits_is_refused():
     r = cli("select", *MANUAL, "--weight-block", "¹²⁸x128", "--device", "b200")
     assert r.code == 2 and "--weight-block" in r.err and r.err.count("\n") == 1, r.err
+
+
+def test_manual_flags_state_routing_activation_bias_and_int4():
+    """The flags can state what a family implies; what they leave out is printed as assumed."""
+    gpt_oss = ["--hidden-size", "2880", "--moe-intermediate-size", "2880", "--num-experts", "128", "--top-k", "4",
+               "--weight-format", "mxfp4"]  # fmt: skip
+    r = cli("model", *gpt_oss, "--activation", "swigluoai:1.702,7", "--expert-bias", "--scoring", "softmax",
+            "--no-correction-bias", "--json")  # fmt: skip
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    g = doc["layer_groups"][0]
+    assert g["activation"] == {"kind": "swiglu", "clamp": 7.0, "alpha": 1.702, "beta": 1.0, "interleaved": False}
+    assert g["expert_bias"] is True and g["routing"]["scoring"] == "softmax" and not g["routing"]["correction_bias"]
+    assert [a.split(" not given")[0] for a in doc["assumptions"]] == ["--renormalize", "--router-weight-on-input"]
+    s = cli("select", *gpt_oss, "--activation", "swigluoai", "--expert-bias", "--device", "b200", "--dp", "8",
+            "--ep", "8", "--json")  # fmt: skip
+    assert s.code == 0, s.err
+    decision = json.loads(s.out)
+    assert decision["chosen"] is None
+    assert "EXPERT_BIAS_UNSUPPORTED" in s.out
+    kimi = ["--hidden-size", "7168", "--moe-intermediate-size", "2048", "--num-experts", "384", "--top-k", "8",
+            "--weight-format", "int4", "--weight-block", "1x32"]  # fmt: skip
+    t = cli("select", *kimi, "--device", "h200", "--dp", "8", "--ep", "8")
+    assert t.code == 0 and "QUANT_INTEGER" in t.out and "assumed: --scoring not given" in t.out, t.out
+    llama = ["--hidden-size", "5120", "--moe-intermediate-size", "8192", "--num-experts", "16", "--top-k", "1",
+             "--weight-format", "bf16", "--router-weight-on-input", "--num-shared-experts", "1"]  # fmt: skip
+    m = cli("model", *llama, "--shared-expert-gate", "--shared-expert-width", "8192", "--json")
+    group = json.loads(m.out)["layer_groups"][0]
+    assert group["routing"]["weight_on_input"] and group["shared_expert_gate"] and group["shared_expert_width"] == 8192
+
+
+@pytest.mark.parametrize(
+    "spec", ["swiglu-clamp", "swiglu-clamp:x", "swigluoai:1.7", "tanh", "swiglu:3", "swigluoai:1,-7", ""]
+)
+def test_bad_activation_spec_is_one_line(spec):
+    r = cli("model", *MANUAL, "--activation", spec)
+    assert r.code == 2 and r.err.count("\n") == 1 and "--activation" in r.err, r.err

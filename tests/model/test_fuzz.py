@@ -36,6 +36,10 @@ KNOWN_KEYS = sorted(
     {key for config, _ in REAL for key in config}
     | {key for config, _ in REAL for key in (config.get("text_config") or {})}
     | {"mlp_layer_types", "n_activated_experts", "dspark_n_routed_experts", "moe_quant_algo"}
+    # the family keys no fixture carries (ERNIE, Step3, Bailing, wrappers): moe-oracle reads them by rule
+    | {"moe_k", "moe_num_experts", "moe_num_shared_experts", "moe_layer_start_index", "moe_layer_end_index"}
+    | {"moe_layer_interval", "moe_top_k", "moe_layers_enum", "share_expert_dim", "norm_expert_weight"}
+    | {"score_function", "moe_router_enable_expert_bias", "num_shared_experts", "llm_config", "language_config"}
 )
 QUANT_KEYS = sorted(
     {key for config, _ in REAL for key in (config.get("quantization_config") or {})}
