@@ -17,11 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError, UnknownVariantError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
+from moe_oracle.runtime.refusals import refusals
 
 if TYPE_CHECKING:
     from moe_oracle.decide.selection import Decision
     from moe_oracle.model.types import WeightFormat
-    from moe_oracle.rules import Reason, VariantSpec
+    from moe_oracle.rules import VariantSpec
 
 EMULATION = "emulation"
 
@@ -68,19 +69,6 @@ def _import_runtime(spec: VariantSpec) -> type[MegaMoELayer]:
             f"{spec.key}: {spec.runtime} is not a MegaMoELayer class.", fix="fix VariantSpec.runtime of " + spec.key
         )
     return cls
-
-
-def refusals(spec: VariantSpec, config: LayerConfig) -> list[Reason]:
-    """The variant's own layer-level declarations (``Scope.LAYER`` checks) that ``config`` fails.
-
-    The same :class:`~moe_oracle.rules.Check` objects ``decide()`` evaluates, against what a layer
-    knows: its group, the EP size and the per-rank token capacity.
-    """
-    from moe_oracle.rules import LayerScenario, Scope
-
-    sc = LayerScenario(config.group, ep=config.ep_size, tokens_per_rank=config.max_tokens_per_rank)
-    found = (check.evaluate(sc) for check in spec.checks if check.scope is Scope.LAYER)
-    return [r for r in found if r is not None]
 
 
 def require_buildable(spec: VariantSpec, config: LayerConfig) -> None:

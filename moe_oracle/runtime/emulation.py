@@ -104,7 +104,7 @@ class EmulatedMegaMoE(MegaMoELayer):
         """A twin models its kernel: a group the kernel's contract excludes (expert biases, router weight on
         the input, integer weights, another activation kind) is refused with the variant's own reasons."""
         from moe_oracle.rules import ReasonCode
-        from moe_oracle.runtime.build import refusals
+        from moe_oracle.runtime.refusals import refusals
 
         contract = {
             ReasonCode.EXPERT_BIAS_UNSUPPORTED,
