@@ -21,7 +21,8 @@ MATRIX_MD = "capability-matrix.md"
 MATRIX_HTML = "capability-matrix.html"
 VARIANTS_MD = "variants.md"
 REASONS_MD = "reason-codes.md"
-REPORT_FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD)
+FAMILIES_MD = "families.md"
+REPORT_FILES = (MATRIX_MD, MATRIX_HTML, VARIANTS_MD, REASONS_MD, FAMILIES_MD)
 
 
 def docs_registry() -> Registry:
@@ -223,12 +224,17 @@ def generate_report_docs() -> dict[str, str]:
     registry = docs_registry()
     profiles = engine_profiles()
     matrix = docs_matrix()
-    return {
+    from moe_oracle.report import families
+
+    docs = {
         MATRIX_MD: render_markdown(matrix),
         MATRIX_HTML: render_html(matrix),
         VARIANTS_MD: render_variants(registry, profiles),
         REASONS_MD: render_reason_codes(registry, profiles),
     }
+    if families.available():  # a source checkout: the family configs are test fixtures, not shipped
+        docs[FAMILIES_MD] = families.render_families(DOCS_COMMAND)
+    return docs
 
 
 __all__ = ["DOCS_COMMAND", "REPORT_FILES", "generate_report_docs"]

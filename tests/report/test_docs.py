@@ -82,3 +82,21 @@ def test_docs_module_and_matrix_docs_write_the_same_files(tmp_path: Path, genera
     assert sorted(f.name for f in out.iterdir()) == sorted(FILES)
     for name in FILES:
         assert (out / name).read_text(encoding="utf-8") == generated_docs[name], name
+
+
+def test_family_table_reads_every_family_and_names_the_true_blockers(generated_docs: dict[str, str]):
+    from moe_oracle.report.docs import FAMILIES_MD
+    from moe_oracle.report.families import ROWS
+
+    text = generated_docs[FAMILIES_MD]
+    rows = {
+        line.split(" | ")[1].strip("`"): line for line in text.splitlines() if line.startswith("| ") and "`" in line
+    }
+    assert set(rows) == {folder for _, folder in ROWS}
+    h200 = {folder: line.split(" | ")[3] for folder, line in rows.items()}
+    assert h200["Qwen--Qwen3-235B-A22B-FP8"] == "★ sm90_fp8xfp8"
+    assert "EXPERT_BIAS_UNSUPPORTED" in rows["openai--gpt-oss-120b"]
+    assert "EXPERT_WIDTH_EXCEEDS" in h200["mistralai--Mixtral-8x7B-v0.1"]
+    assert "QUANT_INTEGER" in rows["moonshotai--Kimi-K2.5"] and "QUANT_UNSUPPORTED" not in rows["moonshotai--Kimi-K2.5"]
+    assert "ROUTER_WEIGHT_ON_INPUT" in rows["meta-llama--Llama-4-Scout-17B-16E-Instruct"]
+    assert "**dbrx**" in text and "**hunyuan_v1_moe**" in text
