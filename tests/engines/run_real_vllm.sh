@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Run the tests that need the real vLLM 0.33.0 (tests/engines/test_real_vllm.py: the config hook and the
-# plans; tests/engines/test_real_vllm_layer.py: vLLM's real MoE blocks with moe-oracle's layer) and the
+# plans; tests/engines/test_real_vllm_layer.py: vLLM's real MoE blocks (GLM-5, DeepSeek-V4, Qwen3-MoE,
+# MiniMax-M2) with moe-oracle's layer) and the
 # static wheel checks (tests/engines/test_engine_vocabulary.py) in a separate virtual environment.
 #
 #   tests/engines/run_real_vllm.sh            # venv at ${VLLM_VENV:-/tmp/vllm-venv}
@@ -20,7 +21,8 @@ fi
 "$venv/bin/python" -c 'import vllm, sys; sys.exit(vllm.__version__ != "0.33.0")' 2>/dev/null \
     || "$venv/bin/pip" install "vllm==0.33.0"
 "$venv/bin/pip" install -q -e "$here" --no-deps
-"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" pydantic click rich packaging
+# google-re2: vLLM 0.33's structured-output backends import re2 at config time; the wheel does not require it
+"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" pydantic click rich packaging google-re2
 "$venv/bin/python" -c 'import moe_oracle, sys; sys.exit(not moe_oracle.__file__.startswith(sys.argv[1]))' "$here" \
     || { echo "moe_oracle in $venv does not resolve to $here" >&2; exit 1; }
 

@@ -563,3 +563,27 @@ def test_cpu_batch_defaults_scale_by_tp_times_pp_not_dp() -> None:
     assert batch_defaults_for("h200", 1, 2048, 128)[:2] == (8192, 1024)
     assert batch_defaults_for("b200", 2, 4096, 256)[:2] == (16384, 1024)
     assert batch_defaults_for("h200", 1, 2048 * 8, 128 * 8)[:2] == (2048 * 8, 1024)  # DP-scaled: the operator's
+
+
+def test_an_uncaught_refusal_prints_one_line_without_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    from pydantic import BaseModel, field_validator
+
+    class Config(BaseModel):  # vLLM's VllmConfig is a pydantic dataclass: the hook's error arrives wrapped
+        x: int
+
+        @field_validator("x")
+        @classmethod
+        def hook(cls, v: int) -> int:
+            raise P.PluginRefusal("moe_oracle.backend=x cannot run on this deployment [moe-oracle]")
+
+    seen: list[object] = []
+    hook = P._one_line_refusals(lambda *a: seen.append(a))
+    try:
+        Config(x=1)
+    except Exception as exc:
+        hook(type(exc), exc, exc.__traceback__)
+    err = capsys.readouterr().err
+    assert err == "error: moe_oracle.backend=x cannot run on this deployment [moe-oracle]\n" and not seen
+    other = RuntimeError("not ours")
+    hook(RuntimeError, other, None)
+    assert seen == [(RuntimeError, other, None)]

@@ -75,6 +75,28 @@ if not _gpu():
     os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
 
 
+def _cpu_gemm_ops_missing() -> bool:
+    """On an AMX CPU vLLM 0.33's CPU platform packs small bf16 dense weights with ``torch.ops._C``'s
+    ``convert_weight_packed`` (``model_executor/layers/utils.py:501-630``, ``check_cpu_sgl_kernel``); the CUDA
+    wheel this harness installs (PyPI has no 0.33 CPU wheel) ships no such op."""
+    if _gpu() or not torch.cpu._is_amx_tile_supported():
+        return False
+    try:
+        torch.ops._C.convert_weight_packed  # noqa: B018
+    except (AttributeError, RuntimeError):
+        return True
+    return False
+
+
+@pytest.fixture(autouse=True)
+def portable_cpu_gemm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where that op is missing, vLLM is shown a CPU without AMX tiles, so its dense linears (the gate and the
+    shared experts around the MoE under test) take the path it takes on every other x86 CPU
+    (``torch.nn.functional.linear``); the experts, the router and moe-oracle's layer are untouched."""
+    if _cpu_gemm_ops_missing():
+        monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+
+
 # ---------------------------------------------------------------------------------------------
 # scaled-down checkpoint configs (from the presets; small enough for a 2-core CPU)
 # ---------------------------------------------------------------------------------------------
@@ -135,10 +157,36 @@ def _v4_config(expert_dtype: str) -> dict[str, Any]:
     return cfg
 
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+#: what the scaled Qwen3-MoE and MiniMax-M2 keep of their real configs: architecture, routing, quantization
+SCALED = dict(hidden_size=512, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, head_dim=128,
+              vocab_size=1024, num_experts_per_tok=4, max_position_embeddings=4096)  # fmt: skip
+
+
+def _qwen3_config() -> dict[str, Any]:
+    """Qwen3-30B-A3B-FP8 (softmax top-k, renormalized; FP8 block-128 experts), scaled down."""
+    cfg = json.loads((FIXTURES / "Qwen--Qwen3-30B-A3B-FP8" / "config.json").read_text())
+    cfg.update(SCALED, intermediate_size=1024, moe_intermediate_size=256, num_experts=16)
+    return cfg
+
+
+def _minimax_config() -> dict[str, Any]:
+    """MiniMax-M2.5 (sigmoid + correction bias, renormalized, fp32 router; FP8 block-128 experts), scaled down."""
+    cfg = json.loads((FIXTURES / "MiniMaxAI--MiniMax-M2.5" / "config.json").read_text())
+    cfg.update(SCALED, intermediate_size=256, num_local_experts=16, rotary_dim=64, use_mtp=False)
+    return cfg
+
+
 @pytest.fixture(scope="module")
 def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     out = {}
-    for name, cfg in (("glm", _glm_config()), ("v4", _v4_config("fp4")), ("v4_fp8", _v4_config("fp8"))):
+    for name, cfg in (
+        ("glm", _glm_config()),
+        ("v4", _v4_config("fp4")),
+        ("v4_fp8", _v4_config("fp8")),
+        ("qwen3", _qwen3_config()),
+        ("minimax", _minimax_config()),
+    ):
         d = tmp_path_factory.mktemp(name)
         (d / "config.json").write_text(json.dumps(cfg))
         out[name] = str(d)
@@ -263,7 +311,9 @@ def post_load(block: Any) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def checkpoint_weights(group: Any, seed: int = 3) -> tuple[Any, dict[str, Any]]:
+def checkpoint_weights(
+    group: Any, seed: int = 3, names: tuple[str, str, str] = ("gate_proj", "up_proj", "down_proj")
+) -> tuple[Any, dict[str, Any]]:
     """moe-oracle's quantized experts in the group's checkpoint format, and the same tensors under the
     checkpoint's per-expert names (relative to vLLM's runner: ``{e}.gate_proj.weight``, ``..._scale_inv``)."""
     from moe_oracle.model.types import WeightFormat
@@ -279,14 +329,15 @@ def checkpoint_weights(group: Any, seed: int = 3) -> tuple[Any, dict[str, Any]]:
     s13, s2 = experts.w13_scale, experts.w2_scale
     if quant.format is WeightFormat.FP8_BLOCK and s13.dtype == torch.uint8:  # UE8M0: stored as float8_e8m0fnu
         s13, s2 = s13.view(torch.float8_e8m0fnu), s2.view(torch.float8_e8m0fnu)
+    gate, up, down = names
     ws: dict[str, Any] = {}
     for e in range(group.num_experts):
-        ws[f"{e}.gate_proj.weight"] = experts.w13[e, :i]
-        ws[f"{e}.up_proj.weight"] = experts.w13[e, i:]
-        ws[f"{e}.down_proj.weight"] = experts.w2[e]
-        ws[f"{e}.gate_proj.{scale}"] = s13[e, :si]
-        ws[f"{e}.up_proj.{scale}"] = s13[e, si:]
-        ws[f"{e}.down_proj.{scale}"] = s2[e]
+        ws[f"{e}.{gate}.weight"] = experts.w13[e, :i]
+        ws[f"{e}.{up}.weight"] = experts.w13[e, i:]
+        ws[f"{e}.{down}.weight"] = experts.w2[e]
+        ws[f"{e}.{gate}.{scale}"] = s13[e, :si]
+        ws[f"{e}.{up}.{scale}"] = s13[e, si:]
+        ws[f"{e}.{down}.{scale}"] = s2[e]
     return experts, ws
 
 
@@ -543,3 +594,75 @@ def test_a_vllm_version_outside_the_range_leaves_vllm_alone_with_a_warning(
         out = P.resolve(replace(snap, vllm_version=version))
         assert out.action == "skip" and out.level == logging.WARNING and out.additional_config is None
         assert f"this is vLLM {version}; the plug-in leaves vLLM alone" in out.table[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 24: Qwen3-MoE and MiniMax-M2 through vLLM's own model classes
+# ---------------------------------------------------------------------------------------------
+
+
+def _family_block(models: dict[str, str], family: str) -> tuple[Any, Any, Any, Any]:
+    """(config, plan, block, experts): vLLM's own MoE block of ``family`` with moe-oracle's layer, loaded by
+    vLLM's weight loader and post-processed as vLLM's model loader does."""
+    cfg = engine_config(models[family], "emulation:sm90_fp8xfp8")
+    plan = plan_for_layer(cfg.additional_config, 0)
+    assert plan is not None and plan.emulate and plan.variant == "deep_gemm_mega_moe:sm90_fp8xfp8"
+    assert plan.group.weight_quant.label() == "fp8_block 128x128 fp32"
+    if family == "qwen3":
+        from vllm.model_executor.models.qwen3_moe import Qwen3MoeSparseMoeBlock
+
+        block = _build(cfg, lambda: Qwen3MoeSparseMoeBlock(cfg, prefix="model.layers.0.mlp"))
+        names = ("gate_proj", "up_proj", "down_proj")
+    else:
+        from vllm.model_executor.models.minimax_m2 import MiniMaxM2MoE
+
+        hf = cfg.model_config.hf_config
+        block = _build(
+            cfg, lambda: MiniMaxM2MoE(hf, quant_config=cfg.quant_config, prefix="model.layers.0.block_sparse_moe")
+        )
+        names = ("w1", "w3", "w2")  # the checkpoint's gate, up, down (minimax_m2.py ckpt_names)
+    experts, ws = checkpoint_weights(plan.group, seed=11, names=names)
+    loaded = set(block.experts.load_weights(iter(ws.items())))
+    assert loaded >= {"routed_experts.w13_weight", "routed_experts.w2_weight_scale_inv"}
+    post_load(block)
+    g = torch.Generator().manual_seed(12)
+    block.gate.weight.data.copy_((torch.randn(block.gate.weight.shape, generator=g) * 0.1).to(block.gate.weight.dtype))
+    bias = getattr(block, "e_score_correction_bias", None)
+    if bias is not None:
+        bias.data.copy_(torch.randn(bias.shape, generator=g) * 0.05)
+    return cfg, plan, block, experts
+
+
+@pytest.mark.parametrize("family", ["qwen3", "minimax"])
+def test_qwen3_moe_and_minimax_m2_blocks_through_moe_oracle_match_the_fp32_reference(
+    models: dict[str, str], dist: None, h200: None, oot: type, family: str
+) -> None:
+    """vLLM's own ``Qwen3MoeSparseMoeBlock`` / ``MiniMaxM2MoE`` built with moe-oracle's layer for the routed
+    experts (the hook's plan, vLLM's weight loader and post-processing): the output equals the FP32 reference of
+    moe-oracle's routing of the block's gate logits, within the twin's FP8 tolerance. Qwen3 runs the whole block
+    (gate, vLLM's CPU router, the layer); MiniMax's sigmoid + bias routing has no vLLM CPU router, so its layer
+    gets the runner's call (``forward_modular``) with that routing."""
+    from vllm.config import set_current_vllm_config
+    from vllm.forward_context import set_forward_context
+
+    from moe_oracle.runtime import calc_diff, reference_moe, route
+
+    cfg, plan, block, experts = _family_block(models, family)
+    re_ = block.experts.routed_experts
+    assert type(re_) is oot and re_._moe_oracle is not None and re_._moe_oracle.loaded
+    assert type(re_.quant_method).__name__ == "Fp8MoEMethod" and re_.w13_weight.numel() == 0
+    group = plan.group
+    x = (torch.randn(11, group.hidden_size, generator=torch.Generator().manual_seed(13)) * 0.5).bfloat16()
+    bias = getattr(block, "e_score_correction_bias", None)
+    with set_current_vllm_config(cfg), set_forward_context(None, cfg):
+        logits = block.gate(x)[0]
+        ref_ids, ref_w = route(group, logits.float(), bias=None if bias is None else bias.data)
+        if bias is None:  # the whole block: gate, vLLM's CPU router, moe-oracle's layer
+            y = block(x.clone())
+            _, ids = block.experts.router.select_experts(hidden_states=x, router_logits=logits)
+            assert torch.equal(ids.long().sort(-1).values, ref_ids.sort(-1).values)  # vLLM's router = moe-oracle's
+        else:  # vLLM 0.33's CPU router takes softmax only (router/cpu_router.py:239): the runner's call, as for DSv4
+            y = re_.forward_modular(x, ref_w, ref_ids.to(torch.int32))
+    assert y.shape == x.shape and y.dtype == torch.bfloat16
+    ref = reference_moe(x, ref_ids, ref_w, experts, group.activation)
+    assert calc_diff(y.float(), ref) < FP8_BOUND, calc_diff(y.float(), ref)

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -464,26 +465,74 @@ def _allowed(name: str, value: str) -> bool:
     return value in typing.get_args(All2AllBackend)
 
 
+class PluginRefusal(ValueError):
+    """The plug-in refuses a config: raised inside ``VllmConfig.__post_init__`` (pydantic reports it as a
+    ``ValidationError`` whose cause is this); the message is the whole refusal, one line."""
+
+
+def refusal_in(exc: BaseException) -> PluginRefusal | None:
+    """The :class:`PluginRefusal` an uncaught exception carries (itself, its cause, or a pydantic error's)."""
+    seen = 0
+    while exc is not None and seen < 8:
+        if isinstance(exc, PluginRefusal):
+            return exc
+        errors = getattr(exc, "errors", None)
+        if callable(errors) and type(exc).__name__ == "ValidationError":
+            try:
+                found = [e.get("ctx", {}).get("error") for e in errors()]
+            except Exception:
+                found = []
+            hit = next((e for e in found if isinstance(e, PluginRefusal)), None)
+            if hit is not None:
+                return hit
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return None
+
+
+def _one_line_refusals(previous: Any) -> Any:
+    """A ``sys.excepthook`` that prints an uncaught plug-in refusal as one ``error:`` line (the table is already
+    logged) instead of vLLM's 20-line traceback, and hands everything else to ``previous``."""
+
+    def hook(exc_type: Any, exc: BaseException, tb: Any) -> None:
+        refusal = refusal_in(exc)
+        if refusal is None:
+            previous(exc_type, exc, tb)
+            return
+        print(f"error: {refusal}", file=sys.stderr)
+
+    hook._moe_oracle = True  # type: ignore[attr-defined]
+    return hook
+
+
+def install_excepthook() -> None:
+    """Chain :func:`_one_line_refusals` in front of the current ``sys.excepthook`` (once per process)."""
+    if not getattr(sys.excepthook, "_moe_oracle", False):
+        sys.excepthook = _one_line_refusals(sys.excepthook)
+
+
 def apply_to_vllm_config(vllm_config: Any, architecture: str) -> Outcome | None:
-    """Decide for a real ``VllmConfig``, log the table, then mutate it or raise ``ValueError``.
+    """Decide for a real ``VllmConfig``, log the table, then mutate it or raise :class:`PluginRefusal`.
 
     A config the plug-in cannot read (another vLLM's attributes) is reported at WARNING and left
     alone: no attribute read aborts vLLM's start.
     """
     from moe_oracle.engines.vllm.snapshot import SnapshotError
+    from moe_oracle.errors import BadInputError
 
     try:
         snap = snapshot_from_vllm(vllm_config, architecture)
+    except BadInputError as exc:  # one of the plug-in's variables (checked before the platform is read)
+        logger.error("moe-oracle: %s: refused", architecture)
+        raise PluginRefusal(f"{exc.one_line()} [moe-oracle]") from None
     except (SnapshotError, AttributeError, TypeError, ValueError) as exc:
-        if isinstance(exc, ValueError) and ENV_DEVICE in str(exc):
-            raise ValueError(f"{exc} [moe-oracle]") from None
         logger.warning("moe-oracle: cannot read this vLLM config (%s); the plug-in leaves vLLM alone", exc)
         return None
     outcome = resolve(snap)
     for line in outcome.table:
         logger.log(logging.ERROR if outcome.action == "refuse" else outcome.level, "%s", line)
     if outcome.action == "refuse":
-        raise ValueError(outcome.error)
+        raise PluginRefusal(outcome.error)
     if outcome.action != "set":
         return outcome
     if outcome.moe_backend is not None:
@@ -551,6 +600,7 @@ def register() -> None:
     except Exception as exc:  # a broken plug-in must not stop vLLM
         logger.warning("moe-oracle: vLLM plug-in not active (%s: %s)", type(exc).__name__, exc)
         return
+    install_excepthook()
     table = cfgmod.MODELS_CONFIG_MAP
     for arch in hooked_architectures():
         base = table.get(arch, cfgmod.VerifyAndUpdateConfig)

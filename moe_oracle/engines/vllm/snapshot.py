@@ -255,11 +255,16 @@ def _platform(env: dict[str, str]) -> tuple[str | None, str | None, str, float |
     return spec.name, spec.arch.value, f"{spec.name} ({ENV_DEVICE})", spec.memory_gib, ENV_DEVICE
 
 
-def _hf_quant_config(model: str) -> dict[str, Any] | None:
+def _checkpoint_json(model: str, name: str) -> dict[str, Any] | None:
+    """A JSON file of a local checkpoint directory, as ``moe-oracle plan`` reads it (None elsewhere).
+
+    The checkpoint's own ``config.json`` rather than vLLM's ``hf_config.to_dict()``: transformers 5 renames
+    keys there (Qwen3-MoE's ``num_experts`` comes back as ``num_local_experts``) and vLLM rewrites some in
+    place, so the hook and ``plan`` read the same file."""
     import json
     from pathlib import Path
 
-    path = Path(model) / "hf_quant_config.json"
+    path = Path(model) / name
     if path.is_file():
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
@@ -267,6 +272,10 @@ def _hf_quant_config(model: str) -> dict[str, Any] | None:
             return None
         return data if isinstance(data, dict) else None
     return None
+
+
+def _hf_quant_config(model: str) -> dict[str, Any] | None:
+    return _checkpoint_json(model, "hf_quant_config.json")
 
 
 def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
@@ -278,8 +287,10 @@ def snapshot_from_vllm(vllm_config: Any, architecture: str) -> VllmSnapshot:
     sched = _attr(vllm_config, "scheduler_config")
     env = {k: os.environ[k] for k in (*_ENV_READ, *PLUGIN_ENV) if k in os.environ}
     device, arch, platform, memory, source = _platform(dict(os.environ))
-    hf_config = _attr(mc, "hf_config")
-    hf = hf_config.to_dict() if hasattr(hf_config, "to_dict") else dict(vars(hf_config))
+    hf = _checkpoint_json(str(mc.model), "config.json")
+    if hf is None:  # a Hub id: the config as vLLM parsed it (transformers may rename keys in to_dict)
+        hf_config = _attr(mc, "hf_config")
+        hf = hf_config.to_dict() if hasattr(hf_config, "to_dict") else dict(vars(hf_config))
     tp, dp, pp = (int(_attr(pc, n)) for n in ("tensor_parallel_size", "data_parallel_size", "pipeline_parallel_size"))
     tokens = int(_attr(sched, "max_num_batched_tokens"))
     seqs = int(getattr(sched, "max_num_seqs", 256) or 256)
