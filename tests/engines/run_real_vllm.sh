@@ -21,7 +21,7 @@ fi
 "$venv/bin/python" -c 'import vllm, sys; sys.exit(vllm.__version__ != "0.33.0")' 2>/dev/null \
     || "$venv/bin/pip" install "vllm==0.33.0"
 "$venv/bin/pip" install -q -e "$here" --no-deps
-# google-re2: vLLM 0.33's structured-output backends import re2 at config time; the wheel does not require it
+# google-re2: the harness venv lacked it (issue 21); vllm 0.33.0's wheel metadata does not pull it in
 "$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" pydantic click rich packaging google-re2
 "$venv/bin/python" -c 'import moe_oracle, sys; sys.exit(not moe_oracle.__file__.startswith(sys.argv[1]))' "$here" \
     || { echo "moe_oracle in $venv does not resolve to $here" >&2; exit 1; }
