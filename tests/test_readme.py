@@ -34,3 +34,19 @@ def test_readme_python_example_runs():
         p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-2000:]
         assert float(p.stdout.strip().splitlines()[-1]) < 3e-3
+
+
+def test_readme_compare_example_is_current():
+    """Every ``$ moe-oracle compare ...`` example in the README prints exactly what is shown."""
+    import shlex
+
+    from click.testing import CliRunner
+
+    from moe_oracle.cli.app import cli
+
+    blocks = re.findall(r"```text\n\$ (moe-oracle compare [^\n]*)\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    assert blocks, "the README shows a compare example"
+    for command, shown in blocks:
+        result = CliRunner().invoke(cli, shlex.split(command)[1:])
+        assert result.exit_code == 0, result.output
+        assert result.output == shown, f"README example is stale; regenerate the output of: {command}"

@@ -29,6 +29,7 @@ class LazyGroup(click.Group):
         "accuracy": ("moe_oracle.cli.cmd_accuracy", "accuracy"),
         "plan": ("moe_oracle.cli.cmd_plan", "plan"),
         "serve": ("moe_oracle.cli.cmd_serve", "serve"),
+        "compare": ("moe_oracle.cli.cmd_compare", "compare"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

@@ -372,6 +372,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         default_command_reason=why_not,
         fit=fit,
         layout_why=req.layout_why,
+        decision_obj=active,
     )
 
 

@@ -196,6 +196,7 @@ class LaunchPlan:
     default_command_reason: str | None = None
     fit: Any = None  # moe_oracle.decide.fit.Fit (the memory verdict per rank)
     layout_why: str | None = None  # set when the oracle chose the layout (no layout flag given)
+    decision_obj: Any = None  # the Decision behind ``decision`` (not serialized)
 
     @property
     def fused(self) -> bool:

@@ -1,0 +1,269 @@
+"""``moe-oracle compare``: two or more deployments of one model side by side, each planned as ``plan`` plans it.
+
+Every column is ``moe-oracle plan MODEL <shared flags> <the column's flags>``: the same options, defaults
+and decision, so each column's fingerprint is the one ``plan`` (and ``select`` with the same flags)
+prints. The rows: engine, device, layout, software profile, the chosen path per layer group and how it
+was validated, the expected cost of the main layer group at the same token points for every column
+(with the basis of each figure), the memory fit and KV-cache headroom, and the fingerprint.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from moe_oracle.errors import BadInputError, OracleError
+
+#: Tokens per rank at which every column's cost is given (decode-sized and prefill-sized steps).
+DEFAULT_POINTS = (32, 256, 2048, 8192)
+
+
+@dataclass
+class Column:
+    """One deployment: its flags and its plan, or the one-line reason it has none."""
+
+    label: str
+    args: list[str]
+    plan: Any = None
+    error: str | None = None
+
+
+def _plan_for(model: str, args: list[str]) -> Any:
+    """The :class:`LaunchPlan` ``moe-oracle plan MODEL *args`` builds (same parser, same defaults)."""
+    from moe_oracle.cli.cmd_plan import plan as plan_command
+    from moe_oracle.cli.cmd_plan import request_from
+    from moe_oracle.plan.build import build_plan
+
+    try:
+        ctx = plan_command.make_context("plan", [model, *args], resilient_parsing=False)
+    except click.UsageError as exc:
+        message = f"compare column {shlex.join(args)!r}: {exc.format_message()}"
+        raise BadInputError(message, fix="see plan --help") from None
+    with ctx:
+        kw = dict(ctx.params)
+        kw.pop("model", None)
+        for key in ("as_json", "examples_dir", "check", "output"):
+            kw.pop(key, None)
+        return build_plan(request_from(model, kw))
+
+
+def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[str], set[str], set[str]]:
+    """The main layer group's expected microseconds per MoE layer call at each point, the kinds of basis
+    (measured or estimate) and the bases themselves."""
+    from moe_oracle.cost.model import estimate_us
+    from moe_oracle.decide.selection import Decision
+
+    decision: Decision = plan.decision_obj
+    g = decision.main
+    dep = decision.deployment
+    out, bases, details = [], set(), set()
+    for t in points:
+        if t > dep.parallel.tokens_per_rank:
+            out.append("-")
+            continue
+        if g.chosen is not None:
+            group = g.group
+            if g.chosen.conversion is not None:
+                group = group.model_copy(update={"weight_quant": g.chosen.conversion.target})
+            est = estimate_us(g.chosen.spec, group, dep, t)
+        elif g.nonfused is not None:
+            est = estimate_us(g.nonfused.key, g.group, dep, t)
+        else:
+            out.append("not measured")
+            continue
+        kind = basis_kind(est.basis)
+        bases.add(kind)
+        details.add(est.basis)
+        out.append(f"{est.us:,.0f} us ({kind})")
+    return out, bases, details
+
+
+def basis_kind(basis: str) -> str:
+    """``measured EP1``, ``published EP8``, ``roofline``: how a cost was obtained and at which EP size."""
+    word = basis.split(",", 1)[0].split()[0] if basis.strip() else "unknown"
+    ep = re.search(r"\bEP(\d+)\b", basis)
+    return f"{word} EP{ep.group(1)}" if ep and word in ("measured", "published") else word
+
+
+def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[str, list[str]]], list[str]]:
+    rows: dict[str, list[str]] = {}
+    notes: list[str] = []
+    all_bases: set[str] = set()
+
+    def put(name: str, values: list[str]) -> None:
+        rows[name] = values
+
+    plans = [c.plan for c in columns]
+    put("flags", [shlex.join(c.args) or "(shared flags only)" for c in columns])
+    put("engine", [f"{p.engine} {p.engine_version}" if p else "-" for p in plans])
+    put("device", [f"{p.device} ({p.arch})" if p else "-" for p in plans])
+    layouts = []
+    for p in plans:
+        if p is None:
+            layouts.append("-")
+        elif p.replicas is not None and p.replicas.adopted:
+            layouts.append(f"{p.replicas.count} x {p.layout.label()}")
+        else:
+            layouts.append(f"{p.layout.label()} on {p.layout.nodes} node(s)")
+    put("layout", layouts)
+    put("software", [p.software if p else "-" for p in plans])
+    put("chosen path (main group)", [_chosen(p) for p in plans])
+    put("validated", [_validated(p) for p in plans])
+    for t in points:
+        put(f"cost, T={t} tokens/rank", [])
+    for col, p in zip(columns, plans, strict=True):
+        if p is None:
+            for t in points:
+                rows[f"cost, T={t} tokens/rank"].append("-")
+            continue
+        values, bases, details = _costs(p, points)
+        all_bases |= bases
+        notes.append(f"{col.label} cost basis: {'; '.join(sorted(details))}")
+        for t, v in zip(points, values, strict=True):
+            rows[f"cost, T={t} tokens/rank"].append(v)
+    put(
+        "memory fit",
+        [
+            p.fit.verdict if p and p.fit else ("DOES NOT FIT" if c.error else "-")
+            for c, p in zip(columns, plans, strict=True)
+        ],
+    )
+    put(
+        "per rank: weights+buffers / KV",
+        [
+            f"{p.fit.needed_bytes / (1 << 30):.1f} / {p.fit.kv_bytes / (1 << 30):.1f} GiB" if p and p.fit else "-"
+            for p in plans
+        ],
+    )
+    put(
+        "longest sequence (KV)",
+        [f"{p.fit.max_context:,} tokens" if p and p.fit and p.fit.max_context is not None else "-" for p in plans],
+    )
+    put("fingerprint", [p.fingerprint.removeprefix("sha256:")[:16] if p else "-" for p in plans])
+    notes.append(
+        "cost: expected microseconds per call of one MoE layer of the main layer group at T tokens per rank "
+        "(the same T for every column)"
+    )
+    if len(all_bases) > 1:
+        notes.append(
+            f"the costs differ in basis ({', '.join(sorted(all_bases))}): 'measured' figures come from moe-oracle's "
+            "runs, 'published' from a third party's table, 'roofline' from a model of the device; at another EP "
+            "size or by another method they are comparable only as an order of magnitude"
+        )
+    for c in columns:
+        if c.error:
+            notes.append(f"{c.label}: {c.error}")
+    return list(rows.items()), notes
+
+
+def _chosen(plan: Any) -> str:
+    if plan is None:
+        return "-"
+    g = plan.decision_obj.main
+    if g.chosen is None:
+        return "non-fused (engine default)"
+    conv = g.chosen.conversion
+    return g.chosen.spec.key + (f" after {conv.label}" if conv else "")
+
+
+def _validated(plan: Any) -> str:
+    if plan is None:
+        return "-"
+    g = plan.decision_obj.main
+    if g.chosen is None:
+        return "-"
+    status = getattr(g.chosen.spec, "validation", None)
+    return getattr(status, "short", None) or "-"
+
+
+def render(model: str, columns: list[Column], points: tuple[int, ...]) -> str:
+    rows, notes = _rows(columns, points)
+    heads = ["", *(c.label for c in columns)]
+    table = [heads, *([name, *values] for name, values in rows)]
+    widths = [max(len(r[i]) for r in table) for i in range(len(heads))]
+    lines = [f"# moe-oracle compare: {model}", ""]
+    for r in table:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    lines.append("")
+    lines += [f"- {n}" for n in notes]
+    return "\n".join(lines) + "\n"
+
+
+def to_json(model: str, columns: list[Column], points: tuple[int, ...]) -> dict[str, Any]:
+    rows, notes = _rows(columns, points)
+    return {
+        "model": model,
+        "points_tokens_per_rank": list(points),
+        "columns": [
+            {
+                "label": c.label,
+                "flags": c.args,
+                "error": c.error,
+                "plan": c.plan.to_json() if c.plan is not None else None,
+            }
+            for c in columns
+        ],
+        "table": {name: values for name, values in rows},
+        "notes": notes,
+    }
+
+
+@click.command("compare")
+@click.argument("model")
+@click.option(
+    "--vs",
+    "columns",
+    multiple=True,
+    required=True,
+    metavar="FLAGS",
+    help="One deployment's plan flags (quoted), e.g. --vs '--engine vllm' --vs '--engine sglang'; give two or more.",
+)
+@click.option(
+    "--points",
+    default=",".join(str(p) for p in DEFAULT_POINTS),
+    show_default=True,
+    help="Tokens per rank at which every column's cost is given.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the comparison (and every column's plan) as JSON.")
+@click.argument("shared", nargs=-1, type=click.UNPROCESSED)
+def compare(model: str, columns: tuple[str, ...], points: str, as_json: bool, shared: tuple[str, ...]) -> None:
+    """Put two or more deployments of MODEL side by side, each planned exactly as ``plan`` plans it.
+
+    Flags after ``--`` apply to every column (e.g. ``-- --device h200``); each ``--vs`` adds one column's own
+    flags. A column that cannot be planned (a deployment that does not fit, a refused override) shows why.
+    """
+    if len(columns) < 2:
+        raise BadInputError(
+            f"compare needs two or more --vs columns (got {len(columns)})",
+            fix="e.g. moe-oracle compare MODEL --vs '--engine vllm' --vs '--engine sglang' -- --device h200",
+        )
+    try:
+        pts = tuple(int(p) for p in points.split(",") if p.strip())
+    except ValueError:
+        raise BadInputError(f"--points {points!r} is not a list of integers", fix="e.g. --points 32,256,8192") from None
+    if not pts or any(p < 1 for p in pts):
+        raise BadInputError(f"--points {points!r} needs positive token counts", fix="e.g. --points 32,256,8192")
+    cols = []
+    for i, text in enumerate(columns):
+        try:
+            args = shlex.split(text)
+        except ValueError as exc:
+            raise BadInputError(f"--vs {text!r} is not shell words ({exc})", fix="quote each column's flags") from None
+        col = Column(label=f"[{i + 1}]", args=args)
+        try:
+            col.plan = _plan_for(model, [*shared, *args])
+        except OracleError as exc:
+            if not str(getattr(exc, "message", exc)).startswith("[DEPLOYMENT_MEMORY_EXCEEDED]"):
+                raise
+            fix = getattr(exc, "fix", "")
+            col.error = str(getattr(exc, "message", exc)) + (f". Fix: {fix}" if fix else "")
+        cols.append(col)
+    if as_json:
+        click.echo(json.dumps(to_json(model, cols, pts), indent=2))
+    else:
+        click.echo(render(model, cols, pts), nl=False)

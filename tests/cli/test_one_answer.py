@@ -1,0 +1,85 @@
+"""One question, one answer: select, plan and compare decide with the same flags and defaults (issue 20)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.cli.runner import cli
+
+FLASH = "deepseek-ai/DeepSeek-V4-Flash"
+
+
+def _select(*flags: str) -> dict:
+    r = cli("select", FLASH, *flags, "--json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+def _plan(*flags: str) -> dict:
+    r = cli("plan", FLASH, *flags, "--json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ("--device", "h200", "--engine", "vllm"),
+        ("--device", "mi355x", "--dp", "8", "--ep", "8", "--engine", "vllm"),
+        ("--device", "mi355x", "--dp", "8", "--ep", "8", "--engine", "vllm", "--software", "all"),
+        ("--device", "b200", "--dp", "8", "--ep", "8", "--engine", "sglang", "--workload", "decode"),
+    ],
+)
+def test_select_and_plan_give_one_fingerprint(flags):
+    sel, plan = _select(*flags), _plan(*flags)
+    assert sel["fingerprint"] == plan["fingerprint"]
+    assert sel["software"]["profile"] == plan["software"]["profile"]
+
+
+def test_a_bare_device_is_given_a_layout_and_its_reason():
+    plan = _plan("--device", "h200", "--engine", "vllm")
+    assert plan["layout"]["dp"] == 8 and plan["layout"]["ep"] == 8
+    assert "layout chosen by moe-oracle" in plan["layout_chosen"]
+    assert (
+        "--data-parallel-size" in plan["argv"] and plan["argv"][plan["argv"].index("--data-parallel-size") + 1] == "8"
+    )
+    assert plan["fit"]["verdict"] == "FITS"
+
+
+def test_plan_refuses_a_deployment_that_cannot_hold_its_weights():
+    r = cli("plan", "deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--dp", "8", "--ep", "8", "--engine", "vllm")
+    assert r.code == 2 and r.out == ""
+    assert "[DEPLOYMENT_MEMORY_EXCEEDED]" in r.err and "--dp 32 --ep 32 --nodes 4" in r.err
+
+
+def test_select_says_a_deployment_cannot_load():
+    r = cli("select", "zai-org/GLM-5", "--device", "h200", "--dp", "8", "--ep", "8", "--json")
+    assert r.code == 0
+    doc = json.loads(r.out)
+    assert doc["fit"]["verdict"] == "DOES NOT FIT" and "cannot load its weights" in r.err
+
+
+def test_compare_columns_are_the_plans():
+    r = cli("compare", FLASH, "--vs", "--engine vllm", "--vs", "--engine sglang", "--json", "--", "--device", "h200")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    for column, engine in zip(doc["columns"], ("vllm", "sglang"), strict=True):
+        plan = _plan("--device", "h200", "--engine", engine)
+        assert column["plan"]["fingerprint"] == plan["fingerprint"]
+    assert len(doc["table"]["fingerprint"]) == 2
+
+
+def test_compare_needs_two_columns():
+    r = cli("compare", FLASH, "--vs", "--engine vllm", "--", "--device", "h200")
+    assert r.code == 2 and "two or more" in r.err
+
+
+def test_compare_shows_a_column_that_does_not_fit():
+    r = cli(
+        "compare", "deepseek-ai/DeepSeek-V4-Pro", "--vs", "--device h100", "--vs", "--device b300",
+        "--", "--engine", "vllm", "--dp", "8", "--ep", "8",
+    )  # fmt: skip
+    assert r.code == 0, r.err
+    assert "DOES NOT FIT" in r.out and "[DEPLOYMENT_MEMORY_EXCEEDED]" in r.out
