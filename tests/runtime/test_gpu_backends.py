@@ -2,7 +2,9 @@
 
 Each real backend that cannot run on the machine (library, entry point or architecture missing)
 skips with its one-line reason. Shapes: the main layer group of DeepSeek-V4-Flash (256 experts,
-H 4096, I 2048, top-6, clamp 10) and GLM-5-FP8 (256 experts, H 6144, I 2048, top-8), EP=1.
+H 4096, I 2048, top-6, clamp 10) and GLM-5-FP8 (256 experts, H 6144, I 2048, top-8), and of issue 24's
+Qwen3-30B-A3B, Qwen3-Next-80B-A3B (512 experts, top-10), MiniMax-M2.5 (H 3072) and GLM-4.5-Air (I 1408)
+configs through both SM90 kernels, EP=1.
 
 Expected: the twin models the kernel's quantization points, so kernel and twin differ only by
 accumulation order, fast-math SiLU and rounding ties: calc_diff(kernel, twin) is far below either's
@@ -20,6 +22,7 @@ from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_mo
 from moe_oracle.runtime.accuracy import random_masters, variant_weight_quant
 from moe_oracle.runtime.errors import BackendUnavailableError
 from moe_oracle.runtime.quantize import quantize_experts
+from tests.model.model_test_helpers import FIXTURES
 
 pytestmark = pytest.mark.gpu
 
@@ -36,6 +39,18 @@ CASES = [
         "gfx950_a4w4",
     )
 ] + [("zai-org/GLM-5-FP8", v) for v in ("sm90_fp8xfp8", "sm100_fp8xfp8", "sm100_bf16")]
+#: Issue 24's new families at full expert shape (tests/fixtures/models): both SM90 kernels, EP=1
+#: (Qwen3-Next: 512 experts on one rank, DeepGEMM's per-rank limit).
+CASES += [
+    (str(FIXTURES / folder), v)
+    for folder in (
+        "Qwen--Qwen3-30B-A3B-FP8",
+        "Qwen--Qwen3-Next-80B-A3B-Thinking",
+        "MiniMaxAI--MiniMax-M2.5",
+        "reconstructed--GLM-4.5-Air",
+    )
+    for v in ("sm90_fp8xfp8", "sm90_fp8xfp4")
+]
 #: calc_diff(kernel, twin) bound per L1 activation format
 TWIN_TOL = {
     ActQuant.BF16: 1e-5,
