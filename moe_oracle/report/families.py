@@ -36,6 +36,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("GLM-4.5-Air (reconstructed config)", "reconstructed--GLM-4.5-Air"),
     ("Kimi-K2", "moonshotai--Kimi-K2-Instruct"),
     ("Kimi-K2.5 INT4", "moonshotai--Kimi-K2.5"),
+    ("Kimi-K3 (latent MoE, SiTU)", "moonshotai--Kimi-K3"),
     ("Gemma-4 (GELU experts)", "google--gemma-4-26B-A4B"),
 )
 

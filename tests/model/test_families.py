@@ -34,6 +34,7 @@ SHAPE = {
     "moonshotai--Kimi-K2-Instruct": ("deepseek_v3", 60, 7168, 2048, 384, 8, 1, 2048, False),
     "moonshotai--Kimi-K2.5": ("deepseek_v3", 60, 7168, 2048, 384, 8, 1, 2048, False),
     "google--gemma-4-26B-A4B": ("gemma4", 30, 2816, 704, 128, 8, 0, 0, False),
+    "moonshotai--Kimi-K3": ("kimi_k3", 92, 3584, 3072, 896, 16, 2, 6144, False),
 }
 # fixture -> (weights, activation, scoring, correction bias, renormalize, weight on input, expert bias)
 SEMANTICS = {
@@ -54,6 +55,7 @@ SEMANTICS = {
     "moonshotai--Kimi-K2-Instruct": ("fp8_block 128x128 fp32", "swiglu", "sigmoid", True, True, False, False),
     "moonshotai--Kimi-K2.5": ("int4 g32 bf16", "swiglu", "sigmoid", True, True, False, False),
     "google--gemma-4-26B-A4B": ("bf16", "gelu", "softmax", False, True, False, False),
+    "moonshotai--Kimi-K3": ("mxfp4 g32 ue8m0", "situ a4 b25", "sigmoid", True, True, False, False),
 }
 EXPECTED = {name: SHAPE[name] + SEMANTICS[name] for name in SHAPE}
 

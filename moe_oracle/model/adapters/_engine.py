@@ -96,6 +96,8 @@ class FamilyRules:
     #: Extra validation run on the view before anything else.
     check: Callable[[ConfigView], None] | None = None
     # -- key spellings (see :mod:`._keys`); the defaults are the DeepSeek / GLM ones ---------------
+    #: The width the routed experts see (Kimi-K3's latent MoE: ``routed_expert_hidden_size``).
+    hidden_keys: Keys = ("hidden_size",)
     experts_keys: Keys = keys.EXPERTS_DEEPSEEK
     topk_keys: Keys = keys.TOPK_DEEPSEEK
     width_keys: Keys = keys.WIDTH_MOE
@@ -112,6 +114,7 @@ class FamilyRules:
     #: Renormalisation the implementation fixes whatever the config says (Mixtral, gpt-oss, ERNIE: True).
     forced_renormalize: bool | None = None
     scaling_keys: Keys = ("routed_scaling_factor",)
+    group_keys: Keys = ("n_group",)
     #: Llama-4: the routing weight multiplies the expert's input.
     weight_on_input: bool = False
     #: ``hidden_act`` values the family may have (the default: SiLU only); see :data:`._keys.ACTIVATIONS`.
@@ -152,7 +155,7 @@ class _Shape:
 
 
 def _shape(view: ConfigView, rules: FamilyRules) -> _Shape:
-    hidden = view.get_int("hidden_size", lo=1, hi=MAX_HIDDEN_SIZE, what="hidden size in elements")
+    hidden = view.get_int(rules.hidden_keys, lo=1, hi=MAX_HIDDEN_SIZE, what="hidden size the experts see")
     inter = view.get_int(rules.width_keys, lo=1, hi=MAX_INTERMEDIATE_SIZE, what="width of one routed expert")
     experts = view.get_int(rules.experts_keys, lo=1, hi=MAX_EXPERTS, what="routed experts per MoE layer")
     top_k = view.get_int(rules.topk_keys, lo=1, hi=MAX_TOP_K, what="experts chosen per token")
@@ -337,7 +340,7 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
         renormalize = rules.forced_renormalize
     else:
         renormalize = view.get_bool(rules.renorm_keys, default=rules.default_renormalize, what="renormalize")
-    groups = view.get_int("n_group", lo=1, hi=MAX_EXPERTS, default=1, what="expert groups")
+    groups = view.get_int(rules.group_keys, lo=1, hi=MAX_EXPERTS, default=1, what="expert groups")
     topk_groups = view.get_int("topk_group", lo=1, hi=MAX_EXPERTS, default=1, what="groups chosen per token")
     if topk_groups > groups:
         raise view.error(
@@ -347,7 +350,7 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
         )
     if groups > 1 and shape.num_experts % groups:
         raise view.error(
-            view.lookup("n_group")[0],  # type: ignore[index]
+            view.lookup(rules.group_keys)[0],  # type: ignore[index]
             groups,
             f"n_routed_experts={shape.num_experts} is not divisible by n_group={groups}",
         )
@@ -380,6 +383,10 @@ def _activation(view: ConfigView, rules: FamilyRules) -> Activation:
                 fix="describe the model manually (--activation)",
             )
         kind = ActivationKind(kind_name)
+    if kind is ActivationKind.SITU:
+        alpha = view.get_float(keys.SITU_ALPHA, gt=0.0, hi=1e3, default=1.0, what="SiTU tanh scale")
+        beta = view.get_float(keys.SITU_BETA, gt=0.0, hi=1e3, default=1.0, what="SiTU linear scale")
+        return Activation(kind=kind, alpha=alpha, beta=beta)
     if rules.swigluoai:
         limit = view.get_float(
             "swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, default=7.0, what="swigluoai clamp; gpt-oss uses 7.0"

@@ -16,12 +16,15 @@ EXPERTS_QWEN = ("num_experts",)  # Qwen2/3-MoE, Qwen3-Next/3.5, Bailing, Gemma-4
 EXPERTS_LOCAL = ("num_local_experts",)  # Mixtral, gpt-oss, Llama-4, MiniMax-M2
 EXPERTS_MOE = ("moe_num_experts",)  # ERNIE-4.5, Step3
 
+EXPERTS_KIMI_K3 = ("num_experts",)
+
 #: Experts chosen per token.
 TOPK_DEEPSEEK = ("num_experts_per_tok", "n_activated_experts")  # most families; DSv4.1 reference
 TOPK_GPT_OSS = ("num_experts_per_tok", "experts_per_token")
 TOPK_ERNIE = ("moe_k",)
 TOPK_STEP = ("moe_top_k",)
 TOPK_GEMMA = ("top_k_experts",)
+TOPK_KIMI_K3 = ("num_experts_per_token",)
 
 #: Width I of one routed expert.
 WIDTH_MOE = ("moe_intermediate_size",)  # Qwen*, DeepSeek/GLM/Kimi, ERNIE, Step, Bailing, Gemma-4
@@ -44,6 +47,10 @@ BIAS_BAILING = ("moe_router_enable_expert_bias",)
 RENORM = ("norm_topk_prob",)
 RENORM_STEP = ("norm_expert_weight",)
 SCALING = ("routed_scaling_factor",)
+SCORING_KIMI_K3 = ("moe_router_activation_func",)
+RENORM_KIMI_K3 = ("moe_renormalize",)
+GROUPS_KIMI_K3 = ("num_expert_group", "n_group")
+HIDDEN_LATENT = ("routed_expert_hidden_size", "hidden_size")  # Kimi-K3 latent MoE
 
 #: Activation keys and the activation kind each ``hidden_act`` value names.
 ACT = ("hidden_act",)
@@ -55,7 +62,11 @@ ACTIVATIONS: dict[str, str] = {
     "gelu_pytorch_tanh": "gelu",
     "gelu_new": "gelu",
     "relu2": "relu2",
+    "situ": "situ",
 }
+#: Kimi-K3 SiTU parameters, as vLLM's MegaMoEActivation('situ', alpha, beta) takes them (vllm-0.33.md §2.1).
+SITU_ALPHA = ("activation_situ_beta",)
+SITU_BETA = ("activation_situ_linear_beta",)
 
 #: gpt-oss's swigluoai gate sharpness (vLLM ``swigluoai_and_mul``: alpha 1.702, beta 1, limit 7).
 SWIGLUOAI_ALPHA = 1.702

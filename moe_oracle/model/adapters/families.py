@@ -201,6 +201,30 @@ GEMMA4 = FamilyRules(
     ),
 )
 
+#: Kimi-K3: latent MoE (the experts see routed_expert_hidden_size, not hidden_size), SiTU experts, sigmoid scores
+#: with the noaux_tc bias, MXFP4 experts (vllm-0.33.md §2.1, §4: vLLM's own fp8_fp4 mega path, situ).
+KIMI_K3 = FamilyRules(
+    family="kimi_k3",
+    architecture="KimiK3ForConditionalGeneration",
+    naming="hf",
+    default_scoring=Scoring.SIGMOID,
+    scoring_keys=k.SCORING_KIMI_K3,
+    bias="noaux_tc",
+    default_renormalize=True,
+    renorm_keys=k.RENORM_KIMI_K3,
+    group_keys=k.GROUPS_KIMI_K3,
+    hidden_keys=k.HIDDEN_LATENT,
+    experts_keys=k.EXPERTS_KIMI_K3,
+    topk_keys=k.TOPK_KIMI_K3,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_BAILING),
+    activations=("silu", "situ"),
+    implied=(
+        "latent MoE: the routed experts run at routed_expert_hidden_size (projected from hidden_size around them)",
+        "SiTU parameters activation_situ_beta / activation_situ_linear_beta read as alpha / beta of vLLM's "
+        "MegaMoEActivation('situ') (mapping read from vllm-0.33.md §2.1, not executed)",
+    ),
+)
+
 #: (rules, architectures, model types) of every family above.
 FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (QWEN3_MOE, ("Qwen3MoeForCausalLM",), ("qwen3_moe",)),
@@ -220,6 +244,7 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (STEP3, ("Step3VLForConditionalGeneration", "Step3TextForCausalLM"), ("step3_vl", "step3_text")),
     (BAILING_MOE, ("BailingMoeV2ForCausalLM", "BailingMoeForCausalLM"), ("bailing_moe", "bailing_moe_v2")),
     (GEMMA4, ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"), ("gemma4", "gemma4_text")),
+    (KIMI_K3, ("KimiK3ForConditionalGeneration",), ("kimi_k3",)),
 )
 
 
