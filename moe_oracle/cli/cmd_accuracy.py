@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
 from moe_oracle.errors import BadInputError, excerpt
+from moe_oracle.runtime.tolerance import MAX_TOKENS, verdict
 
 
 @click.command("accuracy")
@@ -17,13 +19,19 @@ from moe_oracle.errors import BadInputError, excerpt
     show_default=True,
     help="Comma list of variants (sm90_fp8xfp8, gfx950_a8w4, ...) or 'all'.",
 )
-@click.option("--tokens", type=int, default=64, show_default=True, help="Tokens routed through the layer.")
+@click.option(
+    "--tokens",
+    type=click.IntRange(1, MAX_TOKENS),
+    default=64,
+    show_default=True,
+    help=f"Tokens routed through the layer (1..{MAX_TOKENS}; a run that would not fit in free memory is refused).",
+)
 @click.option(
     "--scale",
     type=float,
     default=None,
-    help="Shrink H, I and E by this factor (H/I kept multiples of 512/256). Default: H becomes 512. "
-    "With --weights only the expert count is scaled.",
+    help="Shrink H, I and E by this factor in (0, 1] (H/I kept multiples of 512/256). Default: H becomes 512. "
+    "With --weights only the expert count is scaled. A run that would not fit in free memory is refused.",
 )
 @click.option(
     "--weights",
@@ -32,8 +40,14 @@ from moe_oracle.errors import BadInputError, excerpt
     default=None,
     help="Directory of .safetensors with the layer's experts (DeepSeek V4 or HF/GLM names).",
 )
-@click.option("--layer", type=int, default=None, help="Layer index (default: the main layer group).")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed of weights, tokens and routing.")
+@click.option("--layer", type=click.IntRange(min=0), default=None, help="Layer index (default: the main layer group).")
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**64 - 1),
+    default=0,
+    show_default=True,
+    help="Random seed of weights, tokens and routing (0..2**64-1).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 def accuracy(
     model: str,
@@ -52,12 +66,8 @@ def accuracy(
     calc_diff = 1 - 2 sum(xy) / sum(x^2 + y^2); rel_l2 = |y - ref| / |ref|. "ref" uses the same
     quantized weights; "master" the BF16 masters.
     """
-    if tokens < 1:
-        raise BadInputError(f"--tokens must be positive, got {tokens}")
     if scale is not None and not (0 < scale <= 1):
-        raise BadInputError(f"--scale must be in (0, 1], got {scale}")
-    if layer is not None and layer < 0:
-        raise BadInputError(f"--layer must be >= 0, got {layer}")
+        raise BadInputError(f"--scale must be in (0, 1], got {scale}", fix="pass a factor such as 0.25")
     if weights_dir is not None:
         from pathlib import Path
 
@@ -79,24 +89,44 @@ def accuracy(
         ) from None
     from moe_oracle.cli.progress import progress
     from moe_oracle.model.resolve import resolve_model
-    from moe_oracle.runtime.accuracy import recipe_label, run_accuracy
+    from moe_oracle.runtime.accuracy import run_accuracy
 
     desc = resolve_model(model)
-    with progress(f"accuracy of {desc.model}: emulating every variant against the FP32 reference"):
+    with progress(f"accuracy of {desc.model}: preparing weights") as shown:
+
+        def on_variant(done: int, total: int, variant: str) -> None:
+            shown.update(f"accuracy of {desc.model}: variant {done + 1}/{total} ({variant})")
+
         report = run_accuracy(
-            desc, variants=names, tokens=tokens, scale=scale, weights_dir=weights_dir, layer=layer, seed=seed
+            desc,
+            variants=names,
+            tokens=tokens,
+            scale=scale,
+            weights_dir=weights_dir,
+            layer=layer,
+            seed=seed,
+            on_variant=on_variant,
         )
     classes = _accuracy_classes()
     if as_json:
         doc = report.to_json()
         for row in doc["variants"]:
             row["accuracy_class"] = classes.get(row["key"])
+            row["tolerance"], row["verdict"] = verdict(row["recipe"], row["calc_diff"])
         click.echo(json.dumps(doc, indent=2))
         return
+    _print_report(report, classes)
+
+
+def _print_report(report: Any, classes: dict[str, str]) -> None:
+    """The header, one row per variant with its verdict, the stated tolerance, and the notes; the recipe column
+    only where the terminal is wide enough for it (always in --json)."""
     from rich.markup import escape
     from rich.table import Table
 
     from moe_oracle.cli.console import console, print_table
+    from moe_oracle.runtime.accuracy import recipe_label
+    from moe_oracle.runtime.tolerance import TOLERANCE
 
     con = console()
     con.print(
@@ -105,23 +135,45 @@ def accuracy(
         f"T {report.tokens}  scale {report.scale:g}  seed {report.seed}"
     )
     con.print(f"routing: {escape(report.routing)}; weights: {escape(report.weights_source)}")
+    # deliberate abbreviation by width: the recipe from 140 columns, the rel_l2 pair from 100; below, the
+    # calc_diff pair and the verdict (the rest is in --json)
+    recipe, rel = con.width >= 140, con.width >= 100
     table = Table(header_style="bold", box=None, pad_edge=False)
-    columns = ("variant", "class", "weights", "recipe", "calc_diff", "rel_l2", "calc_diff (master)", "rel_l2 (master)")
-    for col in (*columns, "s"):
+    columns = [
+        "variant",
+        "class",
+        "weights",
+        *(["recipe"] if recipe else []),
+        "calc_diff",
+        *(["rel_l2"] if rel else []),
+    ]
+    columns += ["vs master", *(["rel_l2 vs master"] if rel else []), "limit", "verdict", "s"]
+    for col in columns:
         table.add_column(col, overflow="fold")
     for row in report.rows:
+        tolerance, result = verdict(row.recipe, row.calc_diff)
         table.add_row(
             row.variant,
             classes.get(row.key, "?"),
             row.weights,
-            recipe_label(row.recipe),
+            *([recipe_label(row.recipe)] if recipe else []),
             f"{row.calc_diff:.2e}",
-            f"{row.rel_l2:.2e}",
+            *([f"{row.rel_l2:.2e}"] if rel else []),
             f"{row.calc_diff_vs_master:.2e}",
-            f"{row.rel_l2_vs_master:.2e}",
+            *([f"{row.rel_l2_vs_master:.2e}"] if rel else []),
+            "?" if tolerance is None else f"{tolerance:.0e}",
+            {"ok": "ok", "over": "OVER"}.get(result, "?"),
             f"{row.seconds:.1f}",
         )
     print_table(con, table)
+    limits = ", ".join(f"{fmt.value} {value:.0e}" for fmt, value in TOLERANCE.items())
+    con.print(
+        "verdict: ok when calc_diff (against the FP32 reference on the same quantized weights) is within the limit "
+        f"of the variant's coarsest activation format ({limits}; docs/runtime.md). vs master: calc_diff against "
+        "the BF16 master weights (adds the weight format's error)."
+    )
+    if not recipe:
+        con.print("recipes" + ("" if rel else " and rel_l2") + ": --json, or a wider terminal")
     notes = sorted({r.weights_note for r in report.rows if "checkpoint is" in r.weights_note})
     for note in notes:
         con.print(f"note: {escape(note)}")

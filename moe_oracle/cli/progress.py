@@ -18,16 +18,28 @@ DELAY_S = 1.0
 FRAMES = "|/-\\"
 
 
+class Progress:
+    """What the indicator shows; ``update`` changes the text from inside the block (``variant 3/8: ...``)."""
+
+    def __init__(self, label: str) -> None:
+        self.label = label
+
+    def update(self, label: str) -> None:
+        self.label = label
+
+
 @contextmanager
-def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = DELAY_S) -> Iterator[None]:
-    """``with progress("accuracy: 5 variants"):`` shows ``| accuracy: 5 variants (3 s)`` until the block ends."""
+def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = DELAY_S) -> Iterator[Progress]:
+    """``with progress("accuracy: 5 variants") as shown:`` shows ``| accuracy: 5 variants (3 s)`` until the
+    block ends; ``shown.update(...)`` changes the text."""
     out = sys.stderr if stream is None else stream
+    state = Progress(label)
     try:
         tty = bool(out.isatty())
     except (AttributeError, ValueError, OSError):
         tty = False
     if not tty:
-        yield
+        yield state
         return
     done = threading.Event()
     shown = threading.Event()
@@ -39,7 +51,7 @@ def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = D
         frame = 0
         while not done.is_set():
             try:
-                out.write(f"\r{FRAMES[frame % len(FRAMES)]} {label} ({time.monotonic() - start:.0f} s)")
+                out.write(f"\r\x1b[K{FRAMES[frame % len(FRAMES)]} {state.label} ({time.monotonic() - start:.0f} s)")
                 out.flush()
             except (OSError, ValueError):
                 return
@@ -50,7 +62,7 @@ def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = D
     thread = threading.Thread(target=spin, name="moe-oracle-progress", daemon=True)
     thread.start()
     try:
-        yield
+        yield state
     finally:
         done.set()
         thread.join(timeout=1.0)

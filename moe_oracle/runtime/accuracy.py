@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from moe_oracle.runtime.quantize import (
 )
 from moe_oracle.runtime.reference import calc_diff, reference_moe, rel_l2, swiglu
 from moe_oracle.runtime.routing import random_hash_table, route
+from moe_oracle.runtime.tolerance import MAX_TOKENS, check_fits
 
 #: Hidden size the default scale aims at (keeps the CPU run within seconds).
 DEFAULT_HIDDEN = 512
@@ -182,12 +184,17 @@ def run_accuracy(
     layer: int | None = None,
     seed: int = 0,
     device: str = "cpu",
+    on_variant: Callable[[int, int, str], None] | None = None,
 ) -> AccuracyReport:
+    """Every variant's error on ``model``'s shapes (see the module docstring); ``on_variant(done, total,
+    variant)`` is called before each variant runs (progress)."""
     from moe_oracle.registry import load_registry
     from moe_oracle.runtime.build import build_layer
 
-    if tokens < 1:
-        raise BadInputError(f"--tokens must be positive, got {tokens}")
+    if not 1 <= tokens <= MAX_TOKENS:
+        raise BadInputError(f"--tokens {tokens} is outside 1..{MAX_TOKENS}", fix=f"pass 1 to {MAX_TOKENS} tokens")
+    if not 0 <= seed < 2**64:
+        raise BadInputError(f"--seed {seed} is outside 0..2**64-1", fix="pass a seed in that range")
     reg = load_registry()
     specs = list(reg.variants)
     if variants:
@@ -210,7 +217,9 @@ def run_accuracy(
 
         available = sorted(find_layer_tensors(weights_dir, lay))
         n = len(available) if scale is None else max(2 * base.top_k, round(base.num_experts * scale))
-        checkpoint, _ = load_layer_experts(weights_dir, lay, available[: max(1, min(n, len(available)))])
+        experts_kept = max(1, min(n, len(available)))
+        check_fits(base.model_copy(update={"num_experts": experts_kept}), tokens, 1.0, device)
+        checkpoint, _ = load_layer_experts(weights_dir, lay, available[:experts_kept])
         w13f, w2f = dequantize_experts(checkpoint)
         group = base.model_copy(
             update={
@@ -227,6 +236,7 @@ def run_accuracy(
     else:
         used_scale = default_scale(base) if scale is None else scale
         group = scaled_group(base, used_scale)
+        check_fits(group, tokens, used_scale, device)
         masters = random_masters(group, gen)
         source = "random BF16 masters, N(0, 1/K) x log-normal row factor"
         ckpt_quant = base.weight_quant
@@ -261,7 +271,9 @@ def run_accuracy(
     )
     cache: dict[tuple[str, str], CheckpointExperts] = {}
     config = LayerConfig(group=group, max_tokens_per_rank=tokens, device=device)
-    for spec in specs:
+    for index, spec in enumerate(specs):
+        if on_variant is not None:
+            on_variant(index, len(specs), spec.variant)
         t0 = time.perf_counter()
         quant, convention = variant_weight_quant(spec)
         if checkpoint is not None and _same_format(checkpoint.quant, quant):

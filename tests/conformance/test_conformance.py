@@ -41,26 +41,19 @@ from moe_oracle.runtime.interface import CheckpointExperts, MegaMoELayer
 from moe_oracle.runtime.layouts import KernelLayout
 from moe_oracle.runtime.quantize import quantize_experts
 from moe_oracle.runtime.staging import StagingSpec
+from moe_oracle.runtime.tolerance import recipe_tolerance
 from tests.runtime.conftest import PRESETS, twin_experts, twin_setup
 
 VARIANTS = load_registry().variants
 IDS = [v.key for v in VARIANTS]
 LAYOUT_HOOK = ("canonical", "allocate", "chunk", "to_kernel", "transform_into", "from_kernel")
-TOLERANCE = {
-    ActQuant.BF16: 2e-5,
-    ActQuant.FP8_G128_FP32: 3e-3,
-    ActQuant.FP8_G64_FP32: 3e-3,
-    ActQuant.MXFP8: 3e-3,
-    ActQuant.NVFP4: 3e-2,
-    ActQuant.MXFP4: 6e-2,
-}
 SHAPES = [(3, 512, 256), (2, 1024, 384)]  # I=384: K/32 = 12 exercises AITER's scale padding
 CHECKPOINT_FIELDS = ("w13", "w2", "w13_scale", "w2_scale", "w13_global", "w2_global", "w2_input_scale")
 
 
 def tolerance(recipe: Recipe) -> float:
-    """The tolerance class of a recipe: that of its coarsest activation format."""
-    return max(TOLERANCE[recipe.l1_input], TOLERANCE[recipe.l2_input])
+    """The tolerance class of a recipe: that of its coarsest activation format (moe_oracle.runtime.tolerance)."""
+    return recipe_tolerance(recipe.l1_input, recipe.l2_input)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:

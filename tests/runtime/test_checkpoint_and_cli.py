@@ -94,6 +94,8 @@ def test_cli_accuracy_json_all_variants():
     assert rows["sm100_bf16"]["calc_diff"] < 2e-5
     assert rows["sm90_fp8xfp8"]["calc_diff"] < 3e-3 and rows["gfx950_a4w4"]["calc_diff"] < 6e-2
     assert "checkpoint is mxfp4" in rows["sm90_fp8xfp8"]["weights_note"]
+    assert all(r["verdict"] == "ok" for r in rows.values()), rows
+    assert rows["sm90_fp8xfp8"]["tolerance"] == 3e-3 and rows["gfx950_a4w4"]["tolerance"] == 6e-2
     assert "the checkpoint's format" in rows["sm100_fp8xfp4"]["weights_note"]
 
 
@@ -118,14 +120,63 @@ def test_cli_accuracy_with_local_weights(tmp_path):
 @pytest.mark.parametrize(
     ("args", "needle"),
     [
-        (["--tokens", "0"], "--tokens must be positive"),
+        (["--tokens", "0"], "'--tokens': 0 is not in the range 1<=x<=65536"),
+        (["--tokens", "10000000"], "'--tokens': 10000000 is not in the range 1<=x<=65536"),
+        (["--tokens", str(2**63)], "is not in the range 1<=x<=65536"),
+        (["--seed", str(2**64)], "'--seed': 18446744073709551616 is not in the range"),
+        (["--scale", "nan"], "--scale must be in (0, 1]"),
         (["--scale", "2"], "--scale must be in (0, 1]"),
         (["--variants", "nope"], "--variants: unknown nope"),
         (["--layer", "999"], "--layer 999 is not a MoE layer"),
-        (["--weights", "/nonexistent/dir"], "no such file"),
+        (["--weights", "/nonexistent/dir"], "does not exist"),
     ],
 )
 def test_cli_accuracy_bad_flags_exit_2(args, needle):
     proc = _cli("deepseek-ai/DeepSeek-V4-Flash", *args, check=False)
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.startswith("error: ") and needle in proc.stderr and proc.stderr.count("\n") == 1
+
+
+def test_cli_accuracy_refuses_a_run_larger_than_free_memory():
+    """--scale 1 on GLM-5 (H 6144, I 2048, E 256) needs ~290 GiB: refused before anything is allocated."""
+    from moe_oracle.model.resolve import resolve_model
+    from moe_oracle.runtime.tolerance import available_bytes, run_bytes
+
+    group = resolve_model("zai-org/GLM-5-FP8").layer_groups[0]
+    assert run_bytes(group, 64) > (available_bytes() or 0)
+    proc = _cli("zai-org/GLM-5-FP8", "--scale", "1", check=False)
+    assert proc.returncode == 2 and "GiB free" in proc.stderr and proc.stderr.count("\n") == 1, proc.stderr
+
+
+VARIANTS_AND_TOKENS = ("--variants", "sm100_bf16,sm90_fp8xfp8", "--tokens", "8")
+
+
+def test_cli_accuracy_table_fits_80_columns_and_states_the_tolerance():
+    env = dict(os.environ, PYTHONPATH=os.getcwd(), COLUMNS="80")
+    proc = subprocess.run(
+        [sys.executable, "-m", "moe_oracle", "accuracy", "deepseek-ai/DeepSeek-V4-Flash", *VARIANTS_AND_TOKENS],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    table = lines[2 : lines.index(next(x for x in lines if x.startswith("verdict:")))]
+    assert max(len(x) for x in table) <= 80, table
+    assert any("sm90_fp8xfp8" in x and "3e-03  ok" in x for x in table), table
+    assert "within the limit of the variant's coarsest activation format" in proc.stdout
+
+
+def test_run_accuracy_reports_each_variant_as_it_starts():
+    from moe_oracle.model.resolve import resolve_model
+    from moe_oracle.runtime.accuracy import run_accuracy
+
+    seen = []
+    run_accuracy(
+        resolve_model("deepseek-ai/DeepSeek-V4-Flash"),
+        variants=["sm100_bf16", "sm90_fp8xfp8"],
+        tokens=4,
+        on_variant=lambda done, total, name: seen.append((done, total, name)),
+    )
+    assert [s[:2] for s in seen] == [(0, 2), (1, 2)]
