@@ -33,14 +33,17 @@ _SM100 = frozenset(
     }
 )
 _SM90_FP8 = frozenset({"fp8_mega_moe", "get_symm_buffer_for_sm90_mega_moe", "transform_weights_for_mega_moe_sm90"})
-_NON_FUSED = "No fused SM90 kernel of this build fits; use a non-fused backend, or another build."
+_NON_FUSED = (
+    "No fused SM90 kernel of this build fits; leave --moe-backend unset (non-fused MoE), or another --software build."
+)
 
 
 def _inter_at_most_4096(source: str) -> Check:
     return c.expert_width_at_most(
         4096,
         why="intermediate_hidden / 64 <= 64: one bit per 64-wide L1 N-block in a uint64 mask",
-        remediation="Use DeepGEMM nv_dev (PR #383), which has no intermediate-size cap, or a non-fused backend.",
+        remediation="Use DeepGEMM nv_dev (PR #383), which has no intermediate-size cap, or leave "
+        "--moe-backend unset (non-fused MoE).",
         sources=(source,),
     )
 
@@ -143,14 +146,16 @@ SGL_025 = BuildSpec(
                 "hidden_size",
                 512,
                 why="sgl-deep-gemm 0.2.5 get_symm_buffer_size_for_sm90_mega_moe (sm90_mega.hpp:45)",
-                remediation="Use DeepGEMM nv_dev (PR #383, hidden % 256), or a non-fused backend.",
+                remediation="Use DeepGEMM nv_dev (PR #383, hidden % 256), or leave --moe-backend "
+                "unset (non-fused MoE).",
                 sources=("sgl-deep-gemm 0.2.5 _C.so: sm90_mega.hpp:45 hidden % 512 == 0",),
             ),
             c.multiple_of(
                 "moe_intermediate_size",
                 256,
                 why="sgl-deep-gemm 0.2.5 get_symm_buffer_size_for_sm90_mega_moe (sm90_mega.hpp:45)",
-                remediation="Use DeepGEMM nv_dev (PR #383, intermediate % 128), or a non-fused backend.",
+                remediation="Use DeepGEMM nv_dev (PR #383, intermediate % 128), or leave "
+                "--moe-backend unset (non-fused MoE).",
                 sources=("sgl-deep-gemm 0.2.5 _C.so: sm90_mega.hpp:45 intermediate_hidden % 256 == 0",),
             ),
             _inter_at_most_4096("sgl-deep-gemm 0.2.5 _C.so: sm90_mega.hpp:43"),
@@ -201,14 +206,14 @@ NV_DEV = BuildSpec(
                 "hidden_size",
                 512,
                 why="nvfp4_mega_moe.hpp (PR #409)",
-                remediation="Use vLLM's DeepGEMM fork (nvfp4_mega_moe), or a non-fused backend.",
+                remediation="Use vLLM's DeepGEMM fork (nvfp4_mega_moe), or leave --moe-backend unset (non-fused MoE).",
                 sources=("deepseek-ai/DeepGEMM index copy @794783af csrc/apis/nvfp4_mega_moe.hpp",),
             ),
             c.multiple_of(
                 "moe_intermediate_size",
                 512,
                 why="nvfp4_mega_moe.hpp (PR #409)",
-                remediation="Use vLLM's DeepGEMM fork (nvfp4_mega_moe), or a non-fused backend.",
+                remediation="Use vLLM's DeepGEMM fork (nvfp4_mega_moe), or leave --moe-backend unset (non-fused MoE).",
                 sources=("deepseek-ai/DeepGEMM index copy @794783af csrc/apis/nvfp4_mega_moe.hpp",),
             ),
         ),

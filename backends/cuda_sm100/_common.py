@@ -15,7 +15,8 @@ def arch_check(kernel: str) -> Check:
     return c.arch_in(
         ARCHS,
         kernel=kernel,
-        remediation="On SM90 use the deep_gemm_mega_moe sm90_* variants; on gfx950 aiter_mega_moe.",
+        remediation="On SM90 use --moe-backend deep_gemm_mega_moe:sm90_fp8xfp8 (or :sm90_fp8xfp4); on gfx950 "
+        "--moe-backend aiter_mega_moe.",
         sources=(VLLM_GATE, "kernels.md §1: arch_major == 10 only"),
     )
 
@@ -26,14 +27,14 @@ def shape_checks(hidden: int, inter: int, why_h: str, why_i: str) -> tuple[Check
             "hidden_size",
             hidden,
             why=why_h,
-            remediation="No fused SM100 kernel for this hidden size; use a non-fused backend.",
+            remediation="No fused SM100 kernel for this hidden size; leave --moe-backend unset (non-fused MoE).",
             sources=(VLLM_GATE, SGL_SHAPES),
         ),
         c.multiple_of(
             "moe_intermediate_size",
             inter,
             why=why_i,
-            remediation="No fused SM100 kernel for this intermediate size; use a non-fused backend.",
+            remediation="No fused SM100 kernel for this intermediate size; leave --moe-backend unset (non-fused MoE).",
             sources=(VLLM_GATE, SGL_SHAPES),
         ),
     )

@@ -36,7 +36,7 @@ def common_checks() -> tuple[Check, ...]:
         c.arch_in(
             (Arch.GFX950,),
             kernel="AITER MegaMoEV2 (FlyDSL stage1/stage2)",
-            remediation="MegaMoEV2 needs CDNA4 (MI355X); use AITER's non-fused MoE on gfx942.",
+            remediation="MegaMoEV2 needs CDNA4 (MI355X); on gfx942 leave --moe-backend unset (non-fused MoE).",
             sources=(AITER_SRC, "vllm-0.33.md §3.1: on_gfx950()"),
         ),
         c.weight_format(
@@ -49,14 +49,14 @@ def common_checks() -> tuple[Check, ...]:
             "hidden_size",
             32,
             why="MXFP4 packs and scales K in groups of 32",
-            remediation="Use a non-fused backend.",
+            remediation="Leave --moe-backend unset (the engine's non-fused MoE serves it).",
             sources=(AITER_SRC,),
         ),
         c.multiple_of(
             "moe_intermediate_size",
             32,
             why="MXFP4 packs and scales K in groups of 32",
-            remediation="Use a non-fused backend.",
+            remediation="Leave --moe-backend unset (the engine's non-fused MoE serves it).",
             sources=(AITER_SRC,),
         ),
         *c.mega_moe_contract("AITER MegaMoEV2"),

@@ -326,7 +326,8 @@ def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
         click.option(
             "--allow-lossy-conversion",
             is_flag=True,
-            help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8).",
+            help="Allow a conversion that changes the model's numerics (e.g. BF16 -> FP8, or SGLang's online NVFP4 "
+            "quantization of FP8 experts, --quantization modelopt_fp4); check it with moe-oracle accuracy.",
         ),
         click.option(
             "--decode-tokens",

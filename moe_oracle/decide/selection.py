@@ -261,7 +261,12 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
     deployment, engine = question.deployment, question.engine
     eligible = [c for c in ranked + converted if c.eligible]
     opted_in = question.conversion.allow_low_precision_activations
-    auto = next(iter(_rank([c for c in eligible if opted_in or not needs_low_precision_opt_in(c.spec, group)])), None)
+    # a conversion (itself opted into when lossy) is judged on the format it produces: FP8 experts requantized to
+    # NVFP4 under --allow-lossy-conversion serve like an NVFP4 checkpoint
+    auto = next(
+        iter(_rank([c for c in eligible if opted_in or not needs_low_precision_opt_in(c.spec, _served(group, c))])),
+        None,
+    )
     notes: list[str] = []
     held = next(iter(_rank(eligible)), None)
     if held is not None and held is not auto:
@@ -286,6 +291,13 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
     return GroupDecision(
         group, tuple(ranked), auto, None if auto else fallback, tuple(notes), nonfused, tuple(converted)
     )
+
+
+def _served(group: MoELayerGroup, cand: Candidate) -> MoELayerGroup:
+    """``group`` as ``cand`` serves it: with its conversion's target format when it converts."""
+    if cand.conversion is None:
+        return group
+    return group.model_copy(update={"weight_quant": cand.conversion.target})
 
 
 def _held_back_note(held: Candidate, auto: Candidate | None, group: MoELayerGroup) -> str:

@@ -16,6 +16,7 @@ from moe_oracle.engine_gates.model_classes import why_no_mega
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
+from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 from moe_oracle.rules.engine import EngineConversion, EngineProfile, EngineSupport
 
 VERSION = "0.5.23"
@@ -89,7 +90,7 @@ _AITER = EngineSupport(
     variants=("gfx950_a8w4",),
     unsupported="SGLang's FlyDSL mega path builds MegaMoEV2 with quant=SGLANG_AMD_FLYDSL_MEGA_QUANT or 'a8w4' "
     "(layers/moe/mega_moe_flydsl.py:360); moe-oracle plans only the default a8w4",
-    remediation="Use gfx950_a8w4.",
+    remediation="Use --moe-backend aiter_mega_moe:gfx950_a8w4.",
     checks=(_block_calls_mega("aiter_mega_moe"), _EP_SPANS_TP),
     sources=(_SRC, "layers/moe/mega_moe_flydsl.py:187-229 (MegaMoEV2 per capacity; no EPLB or EP-size check)"),
 )
@@ -133,10 +134,43 @@ DSV4_FP4_DEQUANT = EngineConversion(
     ),
 )
 
+NVFP4_ONLINE = EngineConversion(
+    source=WeightFormat.FP8_BLOCK,
+    target=WeightFormat.NVFP4,
+    env=(),
+    argv=("--quantization", "modelopt_fp4"),
+    summary="SGLang quantizes the FP8 routed experts to NVFP4 at load (online NVFP4: dequantize each 128x128 "
+    "block, requantize to E2M1 with E4M3 group-16 scales and a per-tensor activation scale of 1.0), then runs "
+    "the SM100 NVFP4 megamoe kernel on them",
+    condition=f"lossy by construction (4-bit weights); {FP8_TO_NVFP4_TWIN}",
+    checks=(
+        c.scenario_predicate(
+            ReasonCode.ARCH_UNSUPPORTED,
+            lambda sc: sc.deployment.device.arch.value == "sm100",
+            rule="SM100 (SGLang's NVFP4 megamoe runs on Blackwell)",
+            message=lambda sc: (
+                f"{sc.deployment.device.name} is {sc.deployment.device.arch.value}: SGLang's online "
+                "NVFP4 experts reach megamoe only on SM100"
+            ),
+            remediation="Serve the FP8 checkpoint as stored (sm90_fp8xfp8 on H200).",
+            sources=("srt/layers/quantization/modelopt_quant.py:2377-2386",),
+        ),
+    ),
+    unverified="SGLang's megamoe weight build on online-quantized NVFP4 experts (modelopt_quant.py:2630-2633 fills "
+    "the activation scale with 1.0) has not run on a GPU here; check the first outputs against the FP8 model",
+    sources=(
+        "sglang 0.5.23 srt/configs/model_config.py:2044-2046 (--quantization modelopt_fp4 kept for FP8 checkpoints "
+        "'so eligible MoE experts are requantized online')",
+        "srt/layers/quantization/modelopt_quant.py:1594-1608 (quant_method fp8 -> make_modelopt_fp4_online_config_"
+        "from_fp8)",
+        "srt/layers/quantization/nvfp4_online.py",
+    ),
+)
+
 PROFILE = EngineProfile(
     engine="sglang",
     version=VERSION,
     supports=(_DEEP_GEMM, _AITER),
     moe_backend_flag="--moe-a2a-backend",
-    conversions=(DSV4_FP4_DEQUANT,),
+    conversions=(DSV4_FP4_DEQUANT, NVFP4_ONLINE),
 )

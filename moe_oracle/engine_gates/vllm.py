@@ -131,7 +131,7 @@ _DEEP_GEMM = EngineSupport(
                 f"routing {g.routing.scoring.value} (renormalize={g.routing.renormalize}); "
                 "vLLM's DSv4 mega path requires sqrtsoftplus with renormalization"
             ),
-            remediation="Use vLLM's default backend for this model.",
+            remediation="Leave --moe-backend unset (vLLM's default auto path serves this model).",
             sources=("vllm-0.33.md §7.2",),
         ),
         c.scenario_predicate(
@@ -155,7 +155,7 @@ _AITER = EngineSupport(
     backend="aiter_mega_moe",
     variants=("gfx950_a8w4",),
     unsupported="vLLM 0.33 hard-codes quant='a8w4' for MegaMoEV2",
-    remediation="Use gfx950_a8w4 (one node, EP <= 8).",
+    remediation="Use --moe-backend aiter_mega_moe:gfx950_a8w4 (one node, --ep <= 8).",
     checks=(
         _dsv4_only("aiter_mega_moe"),
         _ep_enabled("aiter_mega_moe"),
@@ -220,7 +220,7 @@ _MOE_ORACLE = EngineSupport(
     backend="*",
     variants=("*",),
     unsupported="the variant declares no runtime class",
-    remediation="Use a variant with a runtime class.",
+    remediation="Choose a --moe-backend NAME:VARIANT that has a runtime class (moe-oracle list backends).",
     route="moe-oracle",
     checks=(
         c.scenario_predicate(
@@ -236,7 +236,7 @@ _MOE_ORACLE = EngineSupport(
                     else plugin_why_not(sc.architecture or sc.model_type)
                 )
             ),
-            remediation="Serve this model with vLLM's own backends, or with SGLang.",
+            remediation="Leave --moe-backend unset (vLLM's own MoE serves it), or plan it with --engine sglang.",
             sources=(_OOT, "vllm-0.33.md §4, §6, §7.3", "moe_oracle/engine_gates/model_classes.py VLLM"),
         ),
         c.scenario_predicate(
@@ -268,7 +268,7 @@ _MOE_ORACLE = EngineSupport(
             _vllm_reads_format,
             rule="vLLM creates the experts with a quant method the plug-in reads (MXFP4, FP8 block, NVFP4, BF16)",
             message=lambda g: f"{g.weight_quant.label()} experts: no vLLM 0.33 quant method layout the plug-in reads",
-            remediation="Serve this model with vLLM's own backends.",
+            remediation="Leave --moe-backend unset (vLLM's own MoE serves it).",
             sources=(_PLUGIN,),
         ),
     ),

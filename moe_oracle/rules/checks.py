@@ -89,7 +89,7 @@ def topk_at_most(limit: int, *, why: str, sources: Sources) -> Check:
     return Check(
         ReasonCode.TOPK_UNSUPPORTED,
         f"top_k <= {limit}",
-        "Use a non-fused MoE backend for this model.",
+        "Leave --moe-backend unset: the engine's non-fused MoE serves this model.",
         test,
         sources,
         Scope.LAYER,
@@ -112,7 +112,7 @@ def experts_divisible_by_ep(sources: Sources) -> Check:
     return Check(
         ReasonCode.EXPERTS_NOT_DIVISIBLE,
         "num_experts % ep == 0",
-        "Pick an EP size that divides the expert count.",
+        "Use an --ep that divides the expert count.",
         test,
         sources,
         Scope.LAYER,
@@ -135,7 +135,7 @@ def experts_at_most(total: int, per_rank: int, sources: Sources) -> Check:
     return Check(
         ReasonCode.EXPERTS_EXCEED_LIMIT,
         f"num_experts <= {total} and experts per rank <= {per_rank}",
-        "Raise the EP size.",
+        "Raise --ep.",
         test,
         sources,
         Scope.LAYER,
@@ -184,7 +184,7 @@ def ep_in_domain(max_ranks: int, *, scope: str, sources: Sources) -> Check:
     return Check(
         ReasonCode.EP_EXCEEDS_DOMAIN,
         f"ep <= min(domain size, {max_ranks})",
-        "Keep the EP group inside one NVLink/XGMI domain.",
+        "Keep --ep within one NVLink/XGMI domain (--domain-size), or let moe-oracle plan split it into replicas.",
         test,
         sources,
     )
@@ -224,7 +224,7 @@ def ep_size_in(sizes: Iterable[int], *, why: str, sources: Sources) -> Check:
 
 
 #: What serves an activation no mega-MoE kernel implements.
-NO_MEGA_KERNEL = "No mega-MoE kernel serves this; the engine's own MoE runs it."
+NO_MEGA_KERNEL = "No mega-MoE kernel serves this; leave --moe-backend unset (the engine's own MoE runs it)."
 
 
 def _activation_finding(act, allowed: tuple[str, ...], clamp: bool, alpha_beta: bool) -> Finding | None:
@@ -260,7 +260,7 @@ def activation(*, clamp: bool, alpha_beta: bool = False, kinds: Iterable[str] = 
     return Check(
         ReasonCode.ACTIVATION_UNSUPPORTED,
         ", ".join(parts),
-        "Use a MoE backend that implements this activation.",
+        "Leave --moe-backend unset: the engine's own MoE implements this activation.",
         test,
         sources,
         Scope.LAYER,

@@ -12,6 +12,14 @@ from dataclasses import dataclass
 
 from moe_oracle.model.types import QuantSpec, WeightFormat
 
+#: What the emulation twin measured for FP8 block -> NVFP4 requantization (re-measured by
+#: tests/runtime/test_online_nvfp4.py): calc_diff against the FP32 output of the BF16 masters.
+FP8_TO_NVFP4_TWIN = (
+    "the emulation twin measured calc_diff 2.8e-2 against the BF16 masters' output, vs 2.1e-3 for the FP8 "
+    "checkpoint as stored on sm90_fp8xfp8 (GLM-5-FP8's expert shape scaled 1/12, 64 tokens, seed 0; compare on "
+    "your model with moe-oracle accuracy MODEL --variants sm100_nvfp4,sm90_fp8xfp8)"
+)
+
 
 @dataclass(frozen=True)
 class Conversion:

@@ -65,7 +65,8 @@ class EngineSupport:
 
 @dataclass(frozen=True)
 class EngineConversion:
-    """A load-time expert conversion the engine performs itself, switched on by environment variables.
+    """A load-time expert conversion the engine performs itself, switched on by environment variables
+    (``env``) or launch flags (``argv``).
 
     It stands in for a variant's declared :class:`~moe_oracle.rules.Conversion` with the same
     ``source`` format and ``target`` format: the oracle applies the same numerics and memory checks,
@@ -83,14 +84,19 @@ class EngineConversion:
     checked_at_load: bool = False
     unverified: str | None = None
     sources: tuple[str, ...] = ()
+    argv: tuple[str, ...] = ()
+
+    @property
+    def switch(self) -> str:
+        """How the engine is told to convert: its environment and flags, as one line."""
+        return " ".join([*(f"{k}={v}" for k, v in self.env), *self.argv])
 
     def serves(self, conv: Conversion) -> bool:
         return conv.source is self.source and conv.target.format is self.target
 
     def stand_in(self, conv: Conversion) -> Conversion:
         """``conv`` as this engine performs it: its condition, its switch, its sources."""
-        switch = " ".join(f"{k}={v}" for k, v in self.env)
-        return replace(conv, condition=self.condition, runtime=f"engine: {switch}", sources=self.sources)
+        return replace(conv, condition=self.condition, runtime=f"engine: {self.switch}", sources=self.sources)
 
     def evaluate(self, scenario: Scenario) -> list[Reason]:
         reasons = [r for r in (check.evaluate(scenario) for check in self.checks) if r is not None]

@@ -12,14 +12,14 @@ the bytes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import torch
 
 import moe_oracle.numerics as N
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
-from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, FP8_BLOCK_UE8M0, dequantize_range
+from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, FP8_BLOCK_UE8M0, NVFP4, dequantize_range, quantize_experts
 
 BLOCK = 128
 
@@ -111,4 +111,24 @@ def bf16_to_fp8_block(
         torch.cat(outs["w2_s"]),
         first_expert=experts.first_expert,
     )
+    return out, report
+
+
+def fp8_block_to_nvfp4(
+    experts: CheckpointExperts, *, chunk_experts: int = 8
+) -> tuple[CheckpointExperts, ConversionReport]:
+    """Requantize FP8 block experts to NVFP4 (E2M1, E4M3 per 16, per-expert FP32 global scale ``amax / 2688``),
+    what SGLang's online NVFP4 quantization does at load (``--quantization modelopt_fp4`` on an FP8 checkpoint).
+    Lossy by nature (4-bit values): the report counts every element that changed."""
+    if experts.quant.format is not WeightFormat.FP8_BLOCK:
+        raise ValueError(f"expected FP8 block experts, got {experts.quant.label()}")
+    parts = [
+        dequantize_range(experts, start, min(experts.num_experts, start + chunk_experts))
+        for start in range(0, experts.num_experts, chunk_experts)
+    ]
+    w13, w2 = torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+    out = replace(quantize_experts(w13, w2, NVFP4), first_expert=experts.first_expert)
+    back13, back2 = dequantize_range(out, 0, out.num_experts)
+    report = ConversionReport(total_blocks=out.w13.shape[0])
+    report.changed_elements = int((back13 != w13).sum()) + int((back2 != w2).sum())
     return out, report

@@ -32,7 +32,7 @@ VARIANT = VariantSpec(
         c.weight_format(
             _bf16,
             wants="bf16",
-            remediation="Quantized experts take the matching sm100 variant.",
+            remediation="Quantized experts take the matching sm100 variant (or leave --moe-backend unset).",
             sources=("vllm-0.33.md §2.1: MEGA_MOE_BF16 row",),
         ),
         *shape_checks(128, 128, "DeepGEMM and vLLM host checks", "DeepGEMM and vLLM host checks"),

@@ -42,8 +42,10 @@ VARIANT = VariantSpec(
         c.weight_format(
             _mxfp8_compatible,
             wants="mxfp8 g32 ue8m0 or fp8_block with ue8m0 scales",
-            remediation="FP8 blocks with FP32 scales need a lossy requantization to UE8M0; "
-            "use another backend or a UE8M0-scaled checkpoint.",
+            remediation="FP8 blocks with FP32 scales have no exact UE8M0 re-layout and moe-oracle declares no "
+            "requantization to it: serve a UE8M0-scaled or MXFP8 checkpoint, or pass --allow-lossy-conversion for "
+            "the NVFP4 route (sm100_nvfp4 after requantizing the experts; with --engine sglang, --quantization "
+            "modelopt_fp4), or use --engine sglang --device h200 (sm90_fp8xfp8 runs the checkpoint as stored).",
             sources=("vllm-0.33.md §2.1: MEGA_MOE_MXFP8 row; §2.4 _pack_scale", "vllm-0.33.md §4.1 Step5"),
         ),
         *shape_checks(

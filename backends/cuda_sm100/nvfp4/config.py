@@ -12,9 +12,10 @@ from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 from moe_oracle_backends.cuda_sm100._common import arch_check, shape_checks
 
-from moe_oracle.model.types import QuantSpec, WeightFormat
-from moe_oracle.rules import Engine, ReasonCode, VariantSpec
+from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
+from moe_oracle.rules import Conversion, Engine, ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
+from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.rules.variant import Staging
 
@@ -22,6 +23,26 @@ from moe_oracle.rules.variant import Staging
 def _nvfp4(q: QuantSpec) -> bool:
     return q.format is WeightFormat.NVFP4 and q.block == (1, 16)
 
+
+#: FP8 block checkpoints (DeepSeek-V3/R1, Kimi-K2, GLM-5-FP8: FP32 block scales) reach the NVFP4 kernel only after
+#: a requantization to 4 bits: lossy, chosen only with --allow-lossy-conversion.
+CONVERSIONS = (
+    Conversion(
+        source=WeightFormat.FP8_BLOCK,
+        target=QuantSpec(
+            format="nvfp4",
+            block=(1, 16),
+            scale_format=ScaleFormat.E4M3,
+            global_scale=True,
+            source="load-time conversion",
+        ),
+        lossless=False,
+        condition="FP8 E4M3 values requantized to NVFP4 (E2M1, E4M3 per 16, per-expert FP32 global scale): "
+        f"4-bit weights; {FP8_TO_NVFP4_TWIN}",
+        runtime="moe_oracle.runtime.format_conversion:fp8_block_to_nvfp4",
+        sources=("SGLang 0.5.23 online NVFP4 (srt/layers/quantization/nvfp4_online.py)",),
+    ),
+)
 
 VARIANT = VariantSpec(
     backend=BACKEND,
@@ -37,7 +58,9 @@ VARIANT = VariantSpec(
         c.weight_format(
             _nvfp4,
             wants="nvfp4 g16 e4m3",
-            remediation="Use an NVFP4 (ModelOpt) checkpoint, or the variant matching the expert format.",
+            remediation="Use an NVFP4 (ModelOpt) checkpoint, or the variant matching the expert format; FP8 block "
+            "experts reach it after a lossy requantization: --allow-lossy-conversion (with --engine sglang the plan "
+            "adds --quantization modelopt_fp4).",
             sources=("vllm-0.33.md §2.1: MEGA_MOE_NVFP4 row",),
         ),
         *shape_checks(
@@ -78,4 +101,5 @@ VARIANT = VariantSpec(
     layout="moe_oracle_backends.cuda_sm100.nvfp4.weights",
     staging=Staging("e4m3"),
     priority=30,
+    conversions=CONVERSIONS,
 )

@@ -39,7 +39,7 @@ VARIANT = VariantSpec(
         c.arch_in(
             (Arch.SM90,),
             kernel="DeepGEMM fp8_fp4_mega_moe_sm90",
-            remediation="On SM100 use deep_gemm_mega_moe:sm100_fp8xfp4.",
+            remediation="On SM100 use --moe-backend deep_gemm_mega_moe:sm100_fp8xfp4.",
             sources=(_HOST,),
         ),
         c.weight_format(
@@ -52,20 +52,22 @@ VARIANT = VariantSpec(
             "hidden_size",
             512,
             why="stricter of SGLang check_mega_moe_shapes (512) and DeepGEMM's host check (128)",
-            remediation="No fused SM90 FP4 kernel for this hidden size; use a non-fused backend.",
+            remediation="No fused SM90 FP4 kernel for this hidden size; leave --moe-backend unset (non-fused MoE).",
             sources=(_HOST, _SGL),
         ),
         c.multiple_of(
             "moe_intermediate_size",
             128,
             why="DeepGEMM host check and SGLang check_mega_moe_shapes agree",
-            remediation="No fused SM90 FP4 kernel for this intermediate size; use a non-fused backend.",
+            remediation="No fused SM90 FP4 kernel for this intermediate size; leave --moe-backend "
+            "unset (non-fused MoE).",
             sources=(_HOST, _SGL),
         ),
         c.expert_width_at_most(
             4096,
             why="one bit per 64-wide L1 N-block in a uint64 mask: I/64 <= 64",
-            remediation="No fused SM90 FP4 kernel for experts wider than 4096; use a non-fused backend.",
+            remediation="No fused SM90 FP4 kernel for experts wider than 4096; leave --moe-backend "
+            "unset (non-fused MoE).",
             sources=(_HOST,),
         ),
         *common_checks(),

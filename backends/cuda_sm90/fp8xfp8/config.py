@@ -65,7 +65,8 @@ VARIANT = VariantSpec(
         c.arch_in(
             (Arch.SM90,),
             kernel="DeepGEMM fp8_mega_moe",
-            remediation="On SM100 use deep_gemm_mega_moe:sm100_fp8xfp8; elsewhere a non-fused backend.",
+            remediation="On SM100 use deep_gemm_mega_moe:sm100_fp8xfp8; elsewhere leave "
+            "--moe-backend unset (non-fused MoE).",
             sources=(_HOST,),
         ),
         c.weight_format(
@@ -78,14 +79,15 @@ VARIANT = VariantSpec(
             "hidden_size",
             256,
             why="combine vectorization in sm90_mega.hpp",
-            remediation="No fused SM90 FP8 kernel for this hidden size; use a non-fused backend.",
+            remediation="No fused SM90 FP8 kernel for this hidden size; leave --moe-backend unset (non-fused MoE).",
             sources=(_HOST,),
         ),
         c.multiple_of(
             "moe_intermediate_size",
             128,
             why="sm90_mega.hpp host check",
-            remediation="No fused SM90 FP8 kernel for this intermediate size; use a non-fused backend.",
+            remediation="No fused SM90 FP8 kernel for this intermediate size; leave --moe-backend "
+            "unset (non-fused MoE).",
             sources=(_HOST,),
         ),
         *common_checks(),

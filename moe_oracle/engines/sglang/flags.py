@@ -34,6 +34,7 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--speculative-eagle-topk",
     "--speculative-num-draft-tokens",
     "--moe-runner-backend",
+    "--quantization",
 )
 
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).

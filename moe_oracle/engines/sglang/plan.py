@@ -166,8 +166,7 @@ def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], 
         )
     for own in _engine_conversions(ctx):
         env.update(own.env)
-        switch = " ".join(f"{k}={v}" for k, v in own.env)
-        notes.append(f"{switch}: {own.summary} ({'; '.join(own.sources[:2])}).")
+        notes.append(f"{own.switch}: {own.summary}; {own.condition} ({'; '.join(own.sources[:2])}).")
         if own.unverified:
             notes.append(f"Unverified: {own.unverified}.")
     if nvfp4:
@@ -212,6 +211,24 @@ def _aiter(ctx: PlanContext, chunk: int, env: dict[str, str], notes: list[str]) 
     return [per_rank, mtpr, heap]
 
 
+def _lossy_offers(ctx: PlanContext) -> list[str]:
+    """The conversions SGLang performs itself that only the lossy opt-in holds back, offered with their numerics."""
+    offers: list[str] = []
+    for g in ctx.decision.groups:
+        for cand in g.conversions:
+            codes = {r.code.value for r in cand.failures}
+            own = PROFILE.conversion(cand.conversion) if cand.conversion is not None else None
+            if own is None or codes != {"CONVERSION_LOSSY"}:
+                continue
+            line = (
+                f"Option (layer group {g.group.name}): --allow-lossy-conversion plans {cand.spec.key} with "
+                f"{own.switch}: {own.summary}; {own.condition}."
+            )
+            if line not in offers:
+                offers.append(line)
+    return offers
+
+
 def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
     """``--moe-runner-backend marlin`` where NVFP4 experts run on a pre-Blackwell GPU: SGLang's NVFP4 MoE method
     raises there unless the runner is ``auto`` or ``marlin`` (``layers/quantization/modelopt_quant.py:2377-2386``),
@@ -251,6 +268,7 @@ def build(ctx: PlanContext) -> EngineParts:
         argv += ["--moe-a2a-backend", "megamoe"]
     if ctx.backend == "deep_gemm_mega_moe":
         derived += _deep_gemm(ctx, chunk, tp_size, env, notes)
+        argv += [word for own in _engine_conversions(ctx) for word in own.argv]
     elif ctx.backend == "aiter_mega_moe":
         derived += _aiter(ctx, chunk, env, notes)
     if par.eplb:
@@ -268,6 +286,7 @@ def build(ctx: PlanContext) -> EngineParts:
         notes.append(
             "No --moe-a2a-backend megamoe: SGLang's default MoE path serves the MoE layers; see the reasons above."
         )
+        notes += _lossy_offers(ctx)
         if amd:
             notes.append("SGLANG_AMD_USE_FLYDSL_MEGA_MOE is left unset (megamoe is not planned).")
     return EngineParts(
