@@ -177,6 +177,8 @@ def _print_report(report: Any, classes: dict[str, str]) -> None:
     notes = sorted({r.weights_note for r in report.rows if "checkpoint is" in r.weights_note})
     for note in notes:
         con.print(f"note: {escape(note)}")
+    for line in report.refused:
+        con.print(f"refused: {escape(line)}")
 
 
 def _accuracy_classes() -> dict[str, str]:

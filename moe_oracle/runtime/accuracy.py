@@ -30,6 +30,7 @@ import torch
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, QuantSpec, WeightFormat
 from moe_oracle.rules.recipe import ActQuant
+from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig
 from moe_oracle.runtime.quantize import (
     BF16,
@@ -81,6 +82,8 @@ class AccuracyReport:
     weights_source: str
     routing: str
     rows: list[VariantAccuracy] = field(default_factory=list)
+    #: ``variant: reason`` of each variant whose kernel cannot run this group (its twin refuses it too).
+    refused: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -296,7 +299,11 @@ def run_accuracy(
                 note = f"BF16 masters quantized to {quant.label()} (the checkpoint's format)"
             else:
                 note = f"BF16 masters quantized to {quant.label()}; the model's checkpoint is {ckpt_quant.label()}"
-        layer_obj = build_layer(spec, config, experts, emulate=True)
+        try:
+            layer_obj = build_layer(spec, config, experts, emulate=True)
+        except LayerInputError as exc:  # the kernel's contract excludes the group (expert bias, ...)
+            report.refused.append(f"{spec.variant}: {exc.message}")
+            continue
         y = layer_obj(x, ids, w).float()
         ref = reference_moe(x, ids, w, experts, group.activation)
         rec = spec.recipe
@@ -318,6 +325,11 @@ def run_accuracy(
                 rel_l2_vs_master=_finite(rel_l2(y, ref_master)),
                 seconds=round(time.perf_counter() - t0, 3),
             )
+        )
+    if not report.rows and report.refused:
+        raise LayerInputError(
+            f"no variant's kernel can run layer group '{group.name}' of {model.model}: " + "; ".join(report.refused),
+            fix="no mega-MoE kernel serves this model; the engine's own MoE runs it (see moe-oracle select)",
         )
     return report
 

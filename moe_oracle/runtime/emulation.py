@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from moe_oracle.model.types import ActivationKind
 from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.runtime.actquant import fake_quant_input, fake_quant_intermediate
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from moe_oracle.rules import VariantSpec
 
 CACHE_LIMIT_BYTES = 1 << 30
+#: Activations :func:`~moe_oracle.runtime.reference.activate` computes.
+MODELLED_ACTIVATIONS = frozenset({ActivationKind.SWIGLU, ActivationKind.GELU})
 
 
 def layout_module(spec: VariantSpec) -> Any:
@@ -113,6 +116,13 @@ class EmulatedMegaMoE(MegaMoELayer):
             ReasonCode.ACTIVATION_UNSUPPORTED,
         }
         reasons = [r for r in refusals(spec, config) if r.code in contract]
+        kind = config.group.activation.kind
+        if not reasons and kind not in MODELLED_ACTIVATIONS:
+            raise LayerInputError(
+                f"{self.key} cannot model layer group '{config.group.name}': the twin and the FP32 reference have "
+                f"no {kind.value} activation (SwiGLU and gated GELU only)",
+                fix="judge it with moe-oracle select; its numerics are not emulated here",
+            )
         if reasons:
             raise LayerInputError(
                 f"{self.key} cannot model layer group '{config.group.name}': its kernel "

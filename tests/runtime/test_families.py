@@ -125,3 +125,14 @@ def test_twin_refuses_what_its_kernel_cannot_run():
     llama = _group("meta-llama--Llama-4-Scout-17B-16E-Instruct")
     with pytest.raises(LayerInputError, match="ROUTER_WEIGHT_ON_INPUT"):
         build_layer("emulation:sm100_bf16", LayerConfig(group=llama, max_tokens_per_rank=8, device="cpu"))
+
+
+def test_accuracy_lists_the_variants_whose_kernel_cannot_run_the_group():
+    from moe_oracle.runtime.accuracy import run_accuracy
+
+    desc = resolve_model(str(FIXTURES / "openai--gpt-oss-20b"))
+    with pytest.raises(LayerInputError, match="no variant's kernel can run") as info:
+        run_accuracy(desc, tokens=8, scale=0.2)
+    assert "EXPERT_BIAS_UNSUPPORTED" in str(info.value)
+    report = run_accuracy(resolve_model(str(FIXTURES / "MiniMaxAI--MiniMax-M2.5")), tokens=8, variants=["sm100_bf16"])
+    assert [r.variant for r in report.rows] == ["sm100_bf16"] and report.refused == []
