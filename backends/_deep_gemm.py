@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from moe_oracle.rules import Check
 from moe_oracle.rules import checks as c
+from moe_oracle.rules.variant import Staging
 
 BACKEND = "deep_gemm_mega_moe"
 MAX_RANKS = 72
@@ -56,6 +57,21 @@ def sm100_activation(kinds: tuple[str, ...] = ("swiglu",)) -> Check:
         kinds=kinds,
         sources=("vllm-0.33.md §2.1 MegaMoEActivation; §5.2 fp8_fp4_mega_moe(activation_alpha, activation_beta)",),
     )
+
+
+#: How both SM90 kernels want their inputs: FP8 with FP32 per-128 scales (the Triton fp8_g128 staging), int64
+#: ids; top-k rows at or past T are never read (the kernels loop i < num_tokens = y.size(0)), so staging does
+#: not rewrite the buffer's whole capacity on every call.
+SM90_STAGING = Staging(
+    "fp32",
+    triton_recipe="fp8_g128",
+    pad_rows=False,
+    pad_rows_source=(
+        "https://github.com/deepseek-ai/DeepGEMM/blob/8ddf7f96cb3300011f69458e88c7651a1e305a8c/"
+        "deep_gemm/include/deep_gemm/impls/sm90_fp8_mega_moe.cuh#L498-L506 (and #L2205-L2208), "
+        "sm90_fp8_fp4_mega_moe.cuh#L884-L889 (and #L2568-L2571), csrc/apis/sm90_mega.hpp#L331"
+    ),
+)
 
 
 def sm90_activation() -> Check:

@@ -8,11 +8,12 @@ environment that must be off are read from the declaration's checks, never resta
 layer-level checks (shape, format, activation, experts per rank) were evaluated by ``build_layer``
 before this class is constructed.
 
-DeepGEMM (kernels.md §0-§1, vLLM 0.33 §2.6-§2.9): the symmetric buffer is created once per
-``(process group, device, kind, E, max tokens, top-k, H, I)`` and shared by every layer with that
-shape; ``forward`` stages into ``buf.x``/``x_sf``/``topk_idx``/``topk_weights`` (views, no
-allocation) and calls the kernel on a view ``y[:T]`` of an output preallocated for
-``max_tokens_per_rank``: no host synchronization, so the call can be captured in a CUDA graph.
+DeepGEMM (kernels.md §0-§1, vLLM 0.33 §2.6-§2.9): the symmetric buffer is created once per ``(process group, device,
+kind, E, max tokens, top-k, H, I)`` and shared by every layer with that shape, and destroyed when the last of them
+is closed or collected (:mod:`moe_oracle.runtime.shared_buffers`); ``forward`` stages into
+``buf.x``/``x_sf``/``topk_idx``/``topk_weights`` (views, no allocation) and calls the kernel on a view ``y[:T]`` of
+an output preallocated for ``max_tokens_per_rank``: no host synchronization, so the call can be captured in a CUDA
+graph.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from moe_oracle.rules import LayerScenario, VariantSpec
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelWeights
+from moe_oracle.runtime.shared_buffers import SharedBuffers
 from moe_oracle.runtime.staging import StagingSpec
 from moe_oracle.runtime.vendor import (
     declared_arch_majors,
@@ -46,7 +48,8 @@ from moe_oracle.runtime.vendor import (
 LIBRARY = "deep_gemm"
 #: keyword of the kernels that take the step's mean tokens per EP rank to choose BLOCK_M (seed 000)
 BLOCK_M_HINT = "num_tokens_for_block_m"
-_BUFFERS: dict[tuple[Any, ...], Any] = {}
+#: symmetric buffers by :meth:`DeepGemmMegaMoE.buffer_cache_key`, released with the last layer that uses one
+BUFFERS = SharedBuffers()
 
 
 @dataclass(frozen=True)
@@ -166,14 +169,24 @@ class DeepGemmMegaMoE(MegaMoELayer):
 
     # ---------------------------------------------------------------- device parts
     def _get_buffer(self) -> Any:
-        key = self.buffer_cache_key(self.config, self.group)
-        buf = _BUFFERS.get(key)
-        if buf is None:
+        def build() -> Any:
             fn_name = next(n for n in self.BUFFER_FNS if has_attr(self.dg, n))
             args, kwargs = self.buffer_arguments(self.config, self.group)
-            buf = resolve_attr(self.dg, fn_name)(*args, **kwargs)
-            _BUFFERS[key] = buf
+            return resolve_attr(self.dg, fn_name)(*args, **kwargs)
+
+        buf, self._buffer_lease = BUFFERS.acquire(self.buffer_cache_key(self.config, self.group), build)
+        self._buffer_lease.attach(self)
         return buf
+
+    def close(self) -> None:
+        """Drop this layer's weights, output and its hold on the shared symmetric buffer (destroyed with the last
+        layer of its shape). The layer cannot run afterwards; garbage collection does the same."""
+        self.weights = None
+        self.y = None
+        self.buffer = None
+        lease = getattr(self, "_buffer_lease", None)
+        if lease is not None:
+            lease.release()
 
     def load(self, experts: CheckpointExperts) -> None:
         if experts.num_experts != self.config.num_local_experts:

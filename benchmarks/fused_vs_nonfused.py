@@ -15,14 +15,21 @@ One run, every path through moe-oracle's interface, all computing the same model
 - routing: the model's own router on randn logits with no correction bias, so every expert is equally
   likely (a trained router's bias keeps production load balanced; a random bias would leave experts
   idle and flatter the paths that stream only active experts), as ``shared/reference/h200.md`` routes;
-- time: CUDA graph per path and T, 512 MB zeroed before each timed replay (L2 cleared), CUDA events,
-  median of 20; floors: the active experts' weight bytes at the measured copy bandwidth (HBM) and
-  the FLOPs at the FP8 dense peak.
+- time: CUDA graph per path and T, 512 MB zeroed before each timed replay (L2 cleared), CUDA events;
+  the four paths interleaved round by round (``_timing.time_interleaved``: 7 rounds of 5 replays, the
+  order rotating), so that none is favoured by the clock drop the H200 takes at large T; each row
+  records the per-round spread and the SM clock / board power NVML read during it; floors: the active
+  experts' weight bytes at the measured copy bandwidth (HBM) and the FLOPs at the FP8 dense peak.
+- ``--model`` takes a bundled preset id or ``shape:<name>`` for a family shape of ``_shapes.SHAPES``
+  (Qwen3-30B-A3B, Qwen3-235B-A22B, Qwen3-Next-80B-A3B, MiniMax-M2, GLM-4.5-Air, Kimi-K2), several comma-
+  separated in one run (``--json`` is then a directory, one file per model); each model's layers are
+  closed before the next is built, and the device memory left allocated after each is printed.
 
 ``--json FILE`` writes every measurement (the input of ``benchmarks/fit_cost_model.py`` and
 ``benchmarks/oracle_regret.py``). Run on an H200 with a DeepGEMM build that has the SM90 kernels:
 
     python benchmarks/fused_vs_nonfused.py --json benchmarks/results/h200/fused_vs_nonfused.json
+    python benchmarks/fused_vs_nonfused.py --model shape:qwen3-30b-a3b,shape:minimax-m2 --json DIR
 """
 
 from __future__ import annotations
@@ -34,7 +41,8 @@ import platform
 import time
 
 import torch
-from _timing import copy_bandwidth, time_us
+from _shapes import model as shape_model
+from _timing import Condition, copy_bandwidth, time_interleaved
 from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
 from moe_oracle.decide.advisories import load_advisories
@@ -137,7 +145,12 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row
             ok = bool(torch.isfinite(y).all()) and float(y.float().abs().max()) > 0 and d < 1e-3
             if not ok:
                 raise AssertionError(f"{p} at T={t}: calc_diff {d:.3e} vs the FP32 reference")
-            row[p] = {"us": time_us(lambda layer=layer, x=x, ids=ids, w=w: layer(x, ids, w)), "calc_diff": d}
+            row[p] = {"calc_diff": d}
+        cond = Condition()
+        fns = {p: (lambda layer=layers[p], x=x, ids=ids, w=w: layer(x, ids, w)) for p in PATHS}
+        for p, tm in time_interleaved(fns, condition=cond).items():
+            row[p].update(us=tm.us, round_min_us=tm.round_min_us, round_max_us=tm.round_max_us)
+        row["condition"] = cond.to_json()
         best_nf = min(row["nonfused_psum"]["us"], row["nonfused_m_indices"]["us"])
         hbm8, hbm4 = active * e_fp8 / bw * 1e6, active * e_fp4 / bw * 1e6
         flop_floor = 2 * t * g.top_k * 3 * g.hidden_size * g.moe_intermediate_size / peak * 1e6
@@ -148,7 +161,7 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row
             + " ".join(f"{row[p]['us']:9.1f} ({row[p]['calc_diff']:.1e})" for p in PATHS)
             + f" {best_nf / row['fused_fp8']['us']:11.2f} {best_nf / row['fused_fp4']['us']:11.2f}"
             + f" {row['fused_fp8']['us'] / hbm8:7.2f} {row['fused_fp4']['us'] / hbm4:7.2f}"
-            + f" {best / max(hbm8, flop_floor):9.2f}"
+            + f" {best / max(hbm8, flop_floor):9.2f}  {cond.text()}"
         )
         rows.append(row)
         if on_row is not None:
@@ -156,27 +169,25 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row
     return rows
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="deepseek-ai/DeepSeek-V4-Flash")
-    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
-    ap.add_argument("--deployment", default="h200:8x8", help="device:DPxEP the oracle decides for")
-    ap.add_argument("--json", default=None, help="write the measurements to this file")
-    args = ap.parse_args()
-    tokens = tuple(int(t) for t in args.tokens.split(","))
-    bw = copy_bandwidth()
-    name = torch.cuda.get_device_name()
-    peak = FP8_PEAK.get(name, 1979e12)
-    print(f"device {name}; copy bandwidth {bw / 1e12:.2f} TB/s; FP8 peak {peak / 1e12:.0f} TFLOP/s")
-    model = resolve_model(args.model)
+def resolve(name: str):
+    """A bundled preset id, or ``shape:<name>`` of ``_shapes.SHAPES`` (MXFP4 experts)."""
+    mx = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
+    if name.startswith("shape:"):
+        return shape_model(name.removeprefix("shape:"), mx)
+    model = resolve_model(name)
     if model.main_group.weight_format.value != "mxfp4":
         # an FP8 checkpoint (GLM-5-FP8): its shape with MXFP4 experts, so that the same four paths (and the
         # lossless conversion) apply; the timings depend on the shape, the values are random anyway
-        mx = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
         main = model.main_group.model_copy(update={"weight_quant": mx})
         model = model.model_copy(update={"layer_groups": (main,), "model": f"{model.model} (MXFP4 experts)"})
-        print(f"{args.model}: experts taken as MXFP4 for the sweep (the stored format is FP8)")
+        print(f"{name}: experts taken as MXFP4 for the sweep (the stored format is FP8)")
+    return model
+
+
+def run_model(name: str, args, tokens, bw: float, peak: float, device: str, out: str | None) -> None:
+    model = resolve(name)
     g = model.main_group
+    print(f"\n== {model.model}: H {g.hidden_size}, I {g.moe_intermediate_size}, E {g.num_experts}, top-{g.top_k}")
     conversion = oracle_conversion(model, args.deployment)
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
     experts = quantize_experts(w13, w2, g.weight_quant)
@@ -193,8 +204,8 @@ def main() -> None:
     def save(rows: list[dict]) -> None:
         import deep_gemm
 
-        out = {
-            "device": name,
+        doc = {
+            "device": device,
             "torch": torch.__version__,
             "deep_gemm": getattr(deep_gemm, "__version__", "?"),
             "python": platform.python_version(),
@@ -208,16 +219,51 @@ def main() -> None:
             },
             "copy_tb_s": bw / 1e12,
             "fp8_peak_tflops": peak / 1e12,
+            "timing": "CUDA graphs, L2 cleared, the four paths interleaved: 7 rounds x 5 replays, order rotating",
             "keys": KEYS,
             "conversion": info,
             "rows": rows,
         }
-        with open(args.json, "w") as f:
-            json.dump(out, f, indent=1)
+        with open(out, "w") as f:
+            json.dump(doc, f, indent=1)
 
-    sweep(g, experts, layers, tokens, info, bw, peak, on_row=save if args.json else None)
-    if args.json:
-        print("wrote", args.json)
+    try:
+        sweep(g, experts, layers, tokens, info, bw, peak, on_row=save if out else None)
+    finally:
+        for layer in layers.values():
+            inner = getattr(layer, "inner", layer)
+            close = getattr(inner, "close", None)
+            if close is not None:
+                close()
+        layers.clear()
+        del experts
+        torch.cuda.synchronize()
+        print(f"after closing its layers: {torch.cuda.memory_allocated() / 2**30:.2f} GiB allocated")
+    if out:
+        print("wrote", out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="deepseek-ai/DeepSeek-V4-Flash", help="preset ids or shape:<name>, commas")
+    ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
+    ap.add_argument("--deployment", default="h200:8x8", help="device:DPxEP the oracle decides for")
+    ap.add_argument("--json", default=None, help="write the measurements to this file (a directory for several)")
+    args = ap.parse_args()
+    tokens = tuple(int(t) for t in args.tokens.split(","))
+    bw = copy_bandwidth()
+    name = torch.cuda.get_device_name()
+    peak = FP8_PEAK.get(name, 1979e12)
+    print(f"device {name}; copy bandwidth {bw / 1e12:.2f} TB/s; FP8 peak {peak / 1e12:.0f} TFLOP/s")
+    models = args.model.split(",")
+    for m in models:
+        out = args.json
+        if out and len(models) > 1:
+            out = f"{out}/fused_vs_nonfused_{m.removeprefix('shape:').split('/')[-1].lower()}.json"
+        try:
+            run_model(m, args, tokens, bw, peak, name, out)
+        except Exception as exc:  # report and go on: one failing shape must not hide the others
+            print(f"!! {m}: {type(exc).__name__}: {exc}")
 
 
 if __name__ == "__main__":

@@ -9,9 +9,13 @@ One run, every number side by side:
 2. Correctness first, for every T, on fresh random inputs: calc_diff of the kernel against the
    emulation twin and against the FP32 reference (dequantized weights, no intermediate rounding).
 3. Time (CUDA graph per path, 512 MB written before each timed replay to clear the 60 MB L2, CUDA
-   events, median of 20): our forward (Triton staging + kernel), the bare kernel call on
-   pre-staged inputs, and DeepGEMM's own ``mega_moe_pre_dispatch_sm90`` + kernel; the HBM floor
-   is the active experts' weight bytes over the measured copy bandwidth.
+   events), every path interleaved round by round (``_timing.time_interleaved``: 7 rounds of 5 replays,
+   the order rotating, so no path gains from running at a cooler clock): our forward (Triton staging +
+   kernel), the same with staging that rewrites the buffer's whole top-k capacity as padding (what it
+   did before the SM90 staging declared ``pad_rows=False``), the bare kernel call on pre-staged inputs,
+   and DeepGEMM's own ``mega_moe_pre_dispatch_sm90`` + kernel; the HBM floor is the active experts'
+   weight bytes over the measured copy bandwidth; each row gives the per-round spread of ours / kernel
+   and the SM clock and board power range NVML read during it.
 4. Weight preparation: one layer's 256 experts from checkpoint layout to the kernel layout on the
    GPU, against the copy ceiling and a plain copy of the same tensors measured next to it; the gate/up
    interleave alone (8-byte words, and single bytes for comparison); the extra memory it needed.
@@ -23,9 +27,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
+from dataclasses import replace
 
 import torch
-from _timing import copy_bandwidth, time_us
+from _timing import Condition, copy_bandwidth, time_interleaved, time_us
 
 from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.decide.selection import decide
@@ -88,18 +93,29 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) ->
         pre(x, ids32, w, buf.x, buf.x_sf, buf.topk_idx, buf.topk_weights, t)
         kernel(*call.args, **call.kwargs)
 
-    ours_us = time_us(lambda: layer(x, ids, w))
-    bare_us = time_us(bare)
-    dg_us = time_us(dg_path) if pre is not None else float("nan")
+    padded = replace(layer.STAGING, pad_rows=True)
+
+    def ours_padded() -> None:
+        padded.stage_to_buffer(buf, x, ids, w)
+        kernel(*call.args, **call.kwargs)
+
+    paths = {"ours": lambda: layer(x, ids, w), "padded": ours_padded, "kernel": bare}
+    if pre is not None:
+        paths["dg"] = dg_path
+    cond = Condition()
+    tm = time_interleaved(paths, condition=cond)
+    ours_us, bare_us, pad_us = tm["ours"].us, tm["kernel"].us, tm["padded"].us
+    dg_us = tm["dg"].us if "dg" in tm else float("nan")
     act = expected_active(ids)
     floor = act * g.expert_weight_bytes() / bw * 1e6
     return (
-        f"{t:5d} {act:7d} {d_twin:9.2e} {d_ref:9.2e} {ours_us:8.1f} {bare_us:9.1f} {dg_us:8.1f} "
-        f"{ours_us / bare_us:9.3f} {ours_us / dg_us:7.3f} {floor:9.1f} {bare_us / floor:10.2f}"
+        f"{t:5d} {act:7d} {d_twin:9.2e} {d_ref:9.2e} {ours_us:8.1f} {pad_us:8.1f} {bare_us:9.1f} {dg_us:8.1f} "
+        f"{ours_us / bare_us:9.4f} {pad_us / bare_us:9.4f} {ours_us / dg_us:7.3f} {floor:9.1f} {bare_us / floor:10.2f}"
+        f"  {tm['ours'].spread:5.1%}/{tm['kernel'].spread:5.1%}  {cond.text()}"
     )
 
 
-def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...]) -> None:
+def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...], prep: bool = True) -> None:
     stored = resolve_model(model_id)
     model = with_format(stored, fmt)
     dep, origin = build_deployment(DeploymentFlags(device="local", max_num_batched_tokens=max_tokens))
@@ -130,13 +146,16 @@ def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[
         layer = build_layer(fused.spec, LayerConfig(group=g, max_tokens_per_rank=max_tokens), experts)
     twin = build_layer("emulation:" + fused.spec.variant, layer.config, experts)
     print(
-        f"{'T':>5} {'experts':>7} {'diff/twin':>9} {'diff/ref':>9} {'ours us':>8} {'kernel us':>9} {'DG pre+k':>8} "
-        f"{'ours/kern':>9} {'ours/DG':>7} {'HBM floor':>9} {'kern/floor':>10}"
+        f"{'T':>5} {'experts':>7} {'diff/twin':>9} {'diff/ref':>9} {'ours us':>8} {'padded':>8} {'kernel us':>9} "
+        f"{'DG pre+k':>8} {'ours/kern':>9} {'pad/kern':>9} {'ours/DG':>7} {'HBM floor':>9} {'kern/floor':>10}"
+        "  spread ours/kern  condition"
     )
     for t in tokens:
         print(measure(layer, twin, experts, g, t, gen, bw))
+    layer.close()
     del layer, twin
-    weight_prep(fused.spec, experts, bw, layers)
+    if prep:
+        weight_prep(fused.spec, experts, bw, layers)
     torch.cuda.empty_cache()
 
 
@@ -213,6 +232,7 @@ def main() -> None:
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)), help="comma list of T")
     ap.add_argument("--cases", default="all", help="comma list of indexes into CASES, or all")
     ap.add_argument("--prep-only", action="store_true", help="only the weight-preparation measurement")
+    ap.add_argument("--no-prep", action="store_true", help="skip the weight-preparation measurement")
     args = ap.parse_args()
     tokens = () if args.prep_only else tuple(int(t) for t in args.tokens.split(","))
     cases = CASES if args.cases == "all" else tuple(CASES[int(i)] for i in args.cases.split(","))
@@ -220,7 +240,7 @@ def main() -> None:
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
     for model_id, fmt in cases:
         try:
-            run_case(model_id, fmt, bw, args.max_tokens, tokens)
+            run_case(model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep)
         except Exception as exc:  # report and go on: one failing case must not hide the others
             print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")
 

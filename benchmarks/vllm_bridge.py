@@ -12,9 +12,11 @@ One run, side by side, for both shapes and both formats:
 
 1. correctness first, on fresh random inputs: calc_diff against the emulation twin and the FP32
    reference (dequantized weights);
-2. time, each as a CUDA-graph replay after warm-up (CUDA events, median of 20, L2 flushed): the
+2. time, each as a CUDA-graph replay after warm-up (CUDA events, L2 flushed), the two paths
+   interleaved round by round (``_timing.time_interleaved``: 7 rounds of 5 replays, order rotating): the
    bridge's forward (staging + kernel, as vLLM would call it), the bare kernel on pre-staged
-   inputs, and the bridge / kernel ratio (the adapter's overhead; target <= 1.03 at T = 1);
+   inputs, and the bridge / kernel ratio (the adapter's overhead; target <= 1.01 at T = 1) with the
+   range of the per-round ratios, and the SM clock / board power range during the row;
 3. load: time and peak extra memory of ``bridge.load`` (vLLM's parameters -> kernel layout),
    in layers of the checkpoint's expert bytes, with vLLM's copies freed after.
 
@@ -26,7 +28,8 @@ from __future__ import annotations
 import argparse
 
 import torch
-from _timing import time_us
+from _shapes import group as shape_group
+from _timing import Condition, time_interleaved
 
 from moe_oracle.engines.vllm.bridge import LayerPlan, MegaMoEBridge, check_parameters, vllm_parameter_shapes
 from moe_oracle.model.resolve import resolve_model
@@ -42,6 +45,9 @@ CASES = (
     ("deepseek-ai/DeepSeek-V4-Flash", "fp8_block", "deep_gemm_mega_moe:sm90_fp8xfp8"),
     ("zai-org/GLM-5-FP8", "fp8_block", "deep_gemm_mega_moe:sm90_fp8xfp8"),
     ("zai-org/GLM-5-FP8", "mxfp4", "deep_gemm_mega_moe:sm90_fp8xfp4"),
+    # Qwen3-MoE FP8 block-128 checkpoints (Qwen3-30B-A3B-FP8, Qwen3-235B-A22B-FP8): vLLM's Fp8MoEMethod parameters
+    ("shape:qwen3-30b-a3b", "fp8_block", "deep_gemm_mega_moe:sm90_fp8xfp8"),
+    ("shape:qwen3-235b-a22b", "fp8_block", "deep_gemm_mega_moe:sm90_fp8xfp8"),
 )
 FORMATS = {
     "mxfp4": QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0"),
@@ -90,13 +96,23 @@ def row(bridge, twin, experts, g, t: int, gen: torch.Generator) -> str:
     layer = bridge.layer
     call = layer.kernel_call(t)
     kernel = resolve_attr(layer.dg, call.function)
-    ours = time_us(lambda: bridge.forward(x, w, ids32))
-    bare = time_us(lambda: kernel(*call.args, **call.kwargs))
-    return f"{t:5d} {d_twin:9.2e} {d_ref:9.2e} {ours:9.1f} {bare:9.1f} {ours / bare:7.3f}"
+    cond = Condition()
+    tm = time_interleaved(
+        {"bridge": lambda: bridge.forward(x, w, ids32), "kernel": lambda: kernel(*call.args, **call.kwargs)},
+        condition=cond,
+    )
+    ours, bare = tm["bridge"], tm["kernel"]
+    return (
+        f"{t:5d} {d_twin:9.2e} {d_ref:9.2e} {ours.us:9.1f} {bare.us:9.1f} {ours.us / bare.us:7.3f} "
+        f"{ours.spread:6.1%} {bare.spread:6.1%}  {cond.text()}"
+    )
 
 
 def run_case(model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max_tokens: int) -> None:
-    g = resolve_model(model_id).main_group.model_copy(update={"weight_quant": FORMATS[fmt]})
+    if model_id.startswith("shape:"):
+        g = shape_group(model_id.removeprefix("shape:"), FORMATS[fmt])
+    else:
+        g = resolve_model(model_id).main_group.model_copy(update={"weight_quant": FORMATS[fmt]})
     plan = LayerPlan(group=g, variant=variant, max_tokens_per_rank=max_tokens)
     bridge = MegaMoEBridge.for_plan(plan, device="cuda")
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(1))
@@ -121,17 +137,21 @@ def run_case(model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max
         f"   load: {start.elapsed_time(end):.1f} ms, peak extra {extra:.2f} layers "
         f"({layer_bytes / (1 << 30):.2f} GiB per layer); kernel takes num_tokens_for_block_m: {hint}"
     )
-    print(f"{'T':>5} {'diff/twin':>9} {'diff/ref':>9} {'bridge us':>9} {'kernel us':>9} {'br/kern':>7}")
+    print(
+        f"{'T':>5} {'diff/twin':>9} {'diff/ref':>9} {'bridge us':>9} {'kernel us':>9} {'br/kern':>7} "
+        f"{'spread':>6} {'spread':>6}  condition"
+    )
     gen = torch.Generator(device="cuda").manual_seed(0)
     for t in tokens:
         print(row(bridge, twin, experts, g, t, gen))
+    bridge.layer.close()
     del bridge, twin, experts
     torch.cuda.empty_cache()
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    ap.add_argument("--cases", default="0,1,2,3", help="comma list of indices into CASES")
+    ap.add_argument("--cases", default="0,1,2,3,4,5", help="comma list of indices into CASES")
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     ap.add_argument("--max-tokens", type=int, default=8192, help="per-rank token budget (sizes the buffer)")
     args = ap.parse_args()

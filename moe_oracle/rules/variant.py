@@ -27,19 +27,26 @@ class Staging:
     ``numerics``. ``scale_layout``: how the scales are laid out for the kernel (``none``, ``fp32``,
     ``ue8m0``, ``e4m3``, ``bytes``); ``quantize_on_host``: False when the kernel quantizes the BF16 input
     itself; ``ids_dtype``: the top-k ids' torch dtype name; ``triton_recipe``: the fused Triton staging
-    kernel that writes the same bytes on a GPU (None: the eager path).
+    kernel that writes the same bytes on a GPU (None: the eager path). ``pad_rows``: the kernel reads
+    top-k rows past the call's T (up to the buffer's capacity), so staging writes them as padding (id -1,
+    weight 0) on every call; False where the kernel's source reads only rows below T (``pad_rows_source``
+    says where), which saves writing the whole capacity on every decode step.
     """
 
     scale_layout: str
     quantize_on_host: bool = True
     ids_dtype: str = "int64"
     triton_recipe: str | None = None
+    pad_rows: bool = True
+    pad_rows_source: str = ""
 
     def __post_init__(self) -> None:
         if self.scale_layout not in SCALE_LAYOUTS:
             raise ValueError(f"staging scale_layout={self.scale_layout!r} is not one of {', '.join(SCALE_LAYOUTS)}")
         if self.ids_dtype not in ("int32", "int64"):
             raise ValueError(f"staging ids_dtype={self.ids_dtype!r} must be 'int32' or 'int64'")
+        if not self.pad_rows and not self.pad_rows_source:
+            raise ValueError("staging pad_rows=False needs pad_rows_source: where the kernel reads only rows below T")
 
 
 @dataclass(frozen=True)

@@ -104,9 +104,11 @@ def stage_inputs(
     return out
 
 
-def stage_into(buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | None = None) -> None:
+def stage_into(
+    buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | None = None, *, pad_rows: bool = True
+) -> None:
     """Copy staged tensors into the first ``T`` rows of the buffer's views (``buffer.x``, ``.x_sf``, ...)
-    and mark rows ``[T, capacity)`` of ``topk_idx``/``topk_weights`` as padding (-1 / 0).
+    and, with ``pad_rows``, mark rows ``[T, capacity)`` of ``topk_idx``/``topk_weights`` as padding (-1 / 0).
 
     Views may have any strides (MN-major scale views included); nothing is allocated.
     """
@@ -119,7 +121,9 @@ def stage_into(buffer: Any, staged: dict[str, torch.Tensor], num_tokens: int | N
         if value.dtype != target.dtype and value.element_size() == target.element_size():
             value = value.view(target.dtype)
         target.copy_(value)
-    # rows past T: no token (id -1, weight 0); the kernels read the whole capacity
+    if not pad_rows:
+        return
+    # rows past T: no token (id -1, weight 0), for kernels that read the whole capacity
     if "topk_idx" in staged and hasattr(buffer, "topk_idx"):
         buffer.topk_idx[t:].fill_(-1)
     if "topk_weights" in staged and hasattr(buffer, "topk_weights"):
@@ -151,6 +155,7 @@ class StagingSpec:
     quantize_on_host: bool = True
     ids_dtype: torch.dtype = torch.int64
     triton_recipe: str | None = None
+    pad_rows: bool = True
 
     @classmethod
     def declared(cls, spec: Any) -> StagingSpec:
@@ -165,6 +170,7 @@ class StagingSpec:
             quantize_on_host=st.quantize_on_host,
             ids_dtype=getattr(torch, st.ids_dtype),
             triton_recipe=st.triton_recipe,
+            pad_rows=st.pad_rows,
         )
 
     def stage(
@@ -230,11 +236,11 @@ class StagingSpec:
                 buffer.topk_weights,
                 recipe=self.triton_recipe,
                 routed_scaling_factor=routed_scaling_factor,
-                pad_to=int(buffer.topk_idx.shape[0]),
+                pad_to=int(buffer.topk_idx.shape[0]) if self.pad_rows else t,
             )
             return t
         staged = self.stage(
             hidden_states, topk_ids, topk_weights, is_padding=is_padding, routed_scaling_factor=routed_scaling_factor
         )
-        stage_into(buffer, staged, t)
+        stage_into(buffer, staged, t, pad_rows=self.pad_rows)
         return t

@@ -7,7 +7,7 @@ and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that h200.m
 
 from __future__ import annotations
 
-from moe_oracle_backends._deep_gemm import BACKEND, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, common_checks, sm90_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 
@@ -15,7 +15,6 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
-from moe_oracle.rules.variant import Staging
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
@@ -105,7 +104,7 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp8.weights",
-    staging=Staging("fp32", triton_recipe="fp8_g128"),
+    staging=SM90_STAGING,
     priority=10,
     conversions=CONVERSIONS,
 )

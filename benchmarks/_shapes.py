@@ -1,0 +1,60 @@
+"""Expert shapes of the MoE families the benchmarks measure, as data (config values, with their source).
+
+Each entry is one routed-expert layer group at its full shape: hidden size H, expert width I, experts E,
+top-k. Routing for a measurement is the family's own scoring on random logits with no correction bias
+(every expert equally likely). ``group(name, quant)`` builds the :class:`MoELayerGroup`; the benchmarks
+take the DeepSeek-V4 and GLM-5 shapes from their bundled presets instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.model.types import ModelDescription, MoELayerGroup, QuantSpec, Routing, Scoring
+
+
+@dataclass(frozen=True)
+class Shape:
+    model: str
+    hidden: int
+    inter: int
+    experts: int
+    top_k: int
+    scoring: Scoring
+    source: str
+
+
+#: shared/reference/families-2026-12.md §5 (Hub configs; MiniMax-M2 from M2.5/M2.7, GLM-4.5-Air from models.md)
+SHAPES: dict[str, Shape] = {
+    "qwen3-30b-a3b": Shape("Qwen/Qwen3-30B-A3B", 2048, 768, 128, 8, Scoring.SOFTMAX, "Hub config.json"),
+    "qwen3-235b-a22b": Shape("Qwen/Qwen3-235B-A22B-FP8", 4096, 1536, 128, 8, Scoring.SOFTMAX, "Hub config.json"),
+    "qwen3-next-80b-a3b": Shape("Qwen/Qwen3-Next-80B-A3B-Instruct", 2048, 512, 512, 10, Scoring.SOFTMAX, "Hub"),
+    "minimax-m2": Shape("MiniMaxAI/MiniMax-M2", 3072, 1536, 256, 8, Scoring.SIGMOID, "M2.5/M2.7 config.json"),
+    "glm-4.5-air": Shape("zai-org/GLM-4.5-Air", 4096, 1408, 128, 8, Scoring.SIGMOID, "models.md"),
+    "kimi-k2": Shape("moonshotai/Kimi-K2-Instruct", 7168, 2048, 384, 8, Scoring.SIGMOID, "Hub config.json"),
+}
+
+
+def group(name: str, quant: QuantSpec) -> MoELayerGroup:
+    s = SHAPES[name]
+    return MoELayerGroup(
+        name="moe",
+        layers=(0,),
+        hidden_size=s.hidden,
+        moe_intermediate_size=s.inter,
+        num_experts=s.experts,
+        top_k=s.top_k,
+        weight_quant=quant,
+        routing=Routing(scoring=s.scoring, renormalize=True),
+    )
+
+
+def model(name: str, quant: QuantSpec) -> ModelDescription:
+    s = SHAPES[name]
+    return ModelDescription(
+        model=f"{s.model} (expert shape)",
+        architecture="",
+        model_type="",
+        family=name,
+        layer_groups=(group(name, quant),),
+    )

@@ -1,0 +1,95 @@
+"""On a GPU with the SM90 kernels: layers of several shapes give their symmetric buffers back, and staging that
+leaves the top-k rows past T untouched (the SM90 staging declaration, ``pad_rows=False``) is safe because the
+kernels never read them. Skipped without a GPU or without a DeepGEMM build that has the SM90 kernels."""
+
+from __future__ import annotations
+
+import gc
+
+import pytest
+import torch
+
+from moe_oracle.model.resolve import resolve_model
+from moe_oracle.model.types import MoELayerGroup, QuantSpec, Routing, Scoring
+from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
+from moe_oracle.runtime.accuracy import random_masters
+from moe_oracle.runtime.errors import BackendUnavailableError
+from moe_oracle.runtime.quantize import quantize_experts
+
+pytestmark = pytest.mark.gpu
+
+FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
+KEY = "deep_gemm_mega_moe:sm90_fp8xfp8"
+
+
+def _group(hidden: int, inter: int, experts: int, top_k: int) -> MoELayerGroup:
+    return MoELayerGroup(
+        name="moe",
+        layers=(0,),
+        hidden_size=hidden,
+        moe_intermediate_size=inter,
+        num_experts=experts,
+        top_k=top_k,
+        weight_quant=FP8,
+        routing=Routing(scoring=Scoring.SOFTMAX),
+    )
+
+
+def _build(group: MoELayerGroup, tokens: int = 4096):
+    try:
+        return build_layer(KEY, LayerConfig(group=group, max_tokens_per_rank=tokens, device="cuda"))
+    except BackendUnavailableError as exc:
+        pytest.skip(str(exc))
+
+
+def _allocated() -> int:
+    gc.collect()
+    torch.cuda.synchronize()
+    return torch.cuda.memory_allocated()
+
+
+def test_layers_of_several_shapes_keep_memory_flat():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    from moe_oracle_backends._deep_gemm_layer import BUFFERS
+
+    shapes = [_group(4096, 2048, 256, 6), _group(6144, 2048, 256, 8), _group(2048, 768, 128, 8)]
+    base = _allocated()
+    for round_ in range(2):  # twice: memory after dropping every shape stays where it started
+        for g in shapes:
+            a = _build(g)
+            b = _build(g)
+            assert a.buffer is b.buffer, "two layers of one shape share one symmetric buffer"
+            held = _allocated() - base
+            assert held > 64 << 20, f"the buffer of {g.num_experts}x{g.hidden_size} should hold memory ({held} B)"
+            a.close()
+            assert b.buffer is not None and len(BUFFERS) == 1, "the second layer still holds the buffer"
+            del a, b  # the second one is released by garbage collection, not by close()
+            assert _allocated() - base < 8 << 20, f"round {round_}: {g} left {(_allocated() - base) >> 20} MiB"
+    assert len(BUFFERS) == 0
+
+
+def test_rows_past_t_are_never_read_by_the_sm90_kernel():
+    """Garbage ids and weights in the buffer's rows at or past T change nothing: T=64, then T=1 over a poisoned tail."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    g = resolve_model("deepseek-ai/DeepSeek-V4-Flash").main_group.model_copy(update={"weight_quant": FP8})
+    layer = _build(g, tokens=512)
+    assert not layer.STAGING.pad_rows
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
+    experts = quantize_experts(w13, w2, FP8)
+    del w13, w2
+    layer.load(experts)
+    twin = build_layer("emulation:sm90_fp8xfp8", layer.config, experts)
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    for t in (64, 1, 3):
+        x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+        ids, w = route(g, torch.randn(t, g.num_experts, device="cuda", generator=gen))
+        buf = layer.buffer
+        buf.topk_idx[t:].random_(0, g.num_experts, generator=gen)  # valid expert ids: read, they would count
+        buf.topk_weights[t:].fill_(1.0)
+        y = layer(x, ids, w).float()
+        ref = reference_moe(twin.quantized_input(x), ids, w, experts, g.activation)
+        assert calc_diff(y, ref) < 1e-3, t
+        assert calc_diff(y, twin(x, ids, w).float()) < 3e-4, t
+    layer.close()
