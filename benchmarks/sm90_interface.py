@@ -115,7 +115,40 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) ->
     )
 
 
-def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...], prep: bool = True) -> None:
+def staging_configs(layer, x, ids, w) -> None:
+    """At this small T: our forward with each staging tile (rows x columns per program, warps), interleaved with
+    the bare kernel, so the staging's share of the call is seen per configuration."""
+    from moe_oracle.kernels.staging_triton import stage
+
+    t, h = x.shape
+    call = layer.kernel_call(t)
+    kernel = _resolve(layer.dg, call.function)
+    buf = layer.buffer
+    recipe = layer.STAGING.triton_recipe
+
+    def with_tile(gpp: int, nw: int):
+        def fn() -> None:
+            stage(x, ids, w, buf.x[:t], buf.x_sf[:t], buf.topk_idx, buf.topk_weights, recipe=recipe, pad_to=t,
+                  block_m=1, groups_per_prog=gpp, num_warps=nw)  # fmt: skip
+            kernel(*call.args, **call.kwargs)
+
+        return fn
+
+    paths = {"kernel": lambda: kernel(*call.args, **call.kwargs), "default": lambda: layer(x, ids, w)}
+    for gpp in (4, 8, 16, h // 128):
+        for nw in (1, 2, 4, 8):
+            if gpp * 128 <= h:
+                paths[f"gpp{gpp} w{nw}"] = with_tile(gpp, nw)
+    tm = time_interleaved(paths, rounds=9, reps_per_round=7)
+    bare = tm.pop("kernel").us
+    print(f"   staging tiles at T={t} (H {h}): ours/kernel per config, kernel {bare:.1f} us")
+    for name, timing in sorted(tm.items(), key=lambda kv: kv[1].us):
+        print(f"     {name:<12} {timing.us:8.2f} us  {timing.us / bare:7.4f}  spread {timing.spread:5.1%}")
+
+
+def run_case(
+    model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...], prep: bool = True, tiles=()
+) -> None:
     stored = resolve_model(model_id)
     model = with_format(stored, fmt)
     dep, origin = build_deployment(DeploymentFlags(device="local", max_num_batched_tokens=max_tokens))
@@ -152,6 +185,14 @@ def run_case(model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[
     )
     for t in tokens:
         print(measure(layer, twin, experts, g, t, gen, bw))
+    for t in tiles:
+        x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+        ids, w = route(
+            g,
+            torch.randn(t, g.num_experts, device="cuda", generator=gen),
+            bias=torch.zeros(g.num_experts, device="cuda"),
+        )
+        staging_configs(layer, x, ids, w)
     layer.close()
     del layer, twin
     if prep:
@@ -233,14 +274,16 @@ def main() -> None:
     ap.add_argument("--cases", default="all", help="comma list of indexes into CASES, or all")
     ap.add_argument("--prep-only", action="store_true", help="only the weight-preparation measurement")
     ap.add_argument("--no-prep", action="store_true", help="skip the weight-preparation measurement")
+    ap.add_argument("--tiles", default="", help="comma list of small T at which to compare staging tiles")
     args = ap.parse_args()
     tokens = () if args.prep_only else tuple(int(t) for t in args.tokens.split(","))
+    tiles = tuple(int(t) for t in args.tiles.split(",") if t)
     cases = CASES if args.cases == "all" else tuple(CASES[int(i)] for i in args.cases.split(","))
     bw = copy_bandwidth()
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
     for model_id, fmt in cases:
         try:
-            run_case(model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep)
+            run_case(model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep, tiles=tiles)
         except Exception as exc:  # report and go on: one failing case must not hide the others
             print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")
 
