@@ -1,13 +1,13 @@
-"""Fit the cost model from a fused-vs-non-fused sweep and (with ``--write``) store it as calibration data.
+"""Fit the cost model from fused-vs-non-fused sweeps and (with ``--write``) store them as calibration data.
 
-Reads the JSON of ``benchmarks/fused_vs_nonfused.py`` (one H200 run: every path, every T), prints per
-path the decode fit (a fixed cost plus a cost per active expert over T <= 128, the issue's 7% bar) and
-the three-term fit over all T (fixed + active-expert megabytes + TFLOPs) with their worst relative
-errors, and with ``--write`` replaces the matching entries of ``moe_oracle/data/calibration.json``
-(same variant, device, EP and shape) by this run's points, with the hardware, library build and EP
-they came from. Runs on a CPU:
+Reads the JSON of ``benchmarks/fused_vs_nonfused.py`` (one H200 run per shape: every path, every T,
+timed interleaved), prints per path the decode fit (a fixed cost plus a cost per active expert over
+T <= 128) and the model fit over all T of this shape (``moe_oracle.cost.calibration.TERMS``) with
+their worst relative errors, and with ``--write`` replaces the matching entries of
+``moe_oracle/data/calibration.json`` (same variant, device, EP and shape) by this run's points, with
+the hardware, library build and EP they came from. Runs on a CPU:
 
-    python benchmarks/fit_cost_model.py benchmarks/results/h200/fused_vs_nonfused.json [--write]
+    python benchmarks/fit_cost_model.py benchmarks/results/h200/2026-12-01/fused_vs_nonfused_*.json [--write]
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
                 ep=run["ep"],
                 library=library,
                 measured=True,
-                source=f"{source} ({path}; CUDA graph, L2 cleared, median of 20)",
+                source=f"{source} ({path}; {run.get('timing', 'CUDA graph, L2 cleared, median of 20')})",
                 hidden_size=shape["hidden_size"],
                 moe_intermediate_size=shape["moe_intermediate_size"],
                 num_experts=shape["num_experts"],
@@ -62,28 +62,32 @@ def same_slot(a: dict, cal: Calibration) -> bool:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("results", help="JSON written by benchmarks/fused_vs_nonfused.py --json")
+    ap.add_argument("results", nargs="+", help="JSON written by benchmarks/fused_vs_nonfused.py --json")
     ap.add_argument("--write", action="store_true", help="store the points in moe_oracle/data/calibration.json")
     args = ap.parse_args()
-    run = json.loads(Path(args.results).read_text())
-    source = Path(args.results).resolve().relative_to(DATA.parents[2]).as_posix()
-    cals = calibrations(run, source)
-    print(f"{run['device']}, EP{run['ep']}, {run['model']}; torch {run['torch']}, deep_gemm {run['deep_gemm']}")
-    print(f"{'path':34} {'decode fixed us':>15} {'us/expert':>9} {'max err':>7}   {'3-term fixed':>12} {'max err':>7}")
-    for cal in cals:
-        d = decode_fit(cal)
-        f = fit(cal)
-        print(
-            f"{cal.variant:34} {d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}   "
-            f"{f.fixed_us:12.1f} {f.max_rel_error:7.1%}"
-        )
+    written: list[Calibration] = []
+    for name in args.results:
+        run = json.loads(Path(name).read_text())
+        source = Path(name).resolve().relative_to(DATA.parents[2]).as_posix()
+        cals = calibrations(run, source)
+        print(f"\n{run['device']}, EP{run['ep']}, {run['model']}; torch {run['torch']}, deep_gemm {run['deep_gemm']}")
+        head = f"{'path':34} {'decode fixed us':>15} {'us/expert':>9} {'max err':>7}"
+        print(head + f"   {'fit fixed us':>12} {'max err':>7}")
+        for cal in cals:
+            d = decode_fit(cal)
+            f = fit(cal)
+            print(
+                f"{cal.variant:34} {d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}   "
+                f"{f.fixed_us:12.1f} {f.max_rel_error:7.1%}"
+            )
+        written += cals
     if args.write:
         data = json.loads(DATA.read_text())
-        kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in cals)]
+        kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in written)]
         replaced = len(data["entries"]) - len(kept)
-        data["entries"] = [c.to_entry() for c in cals] + kept
+        data["entries"] = [c.to_entry() for c in written] + kept
         DATA.write_text(json.dumps(data, indent=1) + "\n")
-        print(f"wrote {len(cals)} entries to {DATA} ({replaced} replaced, {len(cals) - replaced} new)")
+        print(f"wrote {len(written)} entries to {DATA} ({replaced} replaced, {len(written) - replaced} new)")
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -133,7 +134,8 @@ def estimate_us(
 
     ``spec`` is a variant or the key of another calibrated path (``nonfused:...``). With a
     calibration of this shape and EP the measured points are interpolated (log2 T); otherwise a
-    three-term fit from the closest device and EP is evaluated at this group's bytes and FLOPs: this
+    fit from the closest device and EP (:data:`~moe_oracle.cost.calibration.TERMS`) is evaluated at this group's
+    experts, bytes, FLOPs and token pairs: this
     shape's own fit where it was measured there (at another EP), else one fit over every shape
     measured there; without any calibration, a roofline estimate from datasheet rates is returned
     (marked unmeasured). ``calibrations`` replaces the package's data (a benchmark scoring
@@ -142,7 +144,13 @@ def estimate_us(
     ep = deployment.parallel.ep
     active = expected_active_experts(group.num_experts, group.top_k, tokens, ep)
     x = features(
-        tokens, active, group.expert_weight_bytes(), group.top_k, group.hidden_size, group.moe_intermediate_size
+        tokens,
+        active,
+        group.expert_weight_bytes(),
+        group.top_k,
+        group.hidden_size,
+        group.moe_intermediate_size,
+        group.num_experts // max(ep, 1),
     )
     cals = _calibrations_for(spec, deployment, calibrations)
     same = next((c for c in cals if _same_shape(c, group)), None)
@@ -153,20 +161,29 @@ def estimate_us(
     if cals:
         fitted = (same,) if same is not None else cals  # this shape's own fit, else what the shapes share
         f = fit_pooled(fitted)
-        us = f.fixed_us + f.us_per_mb * x[1] + f.us_per_tflop * x[2]
+        us = f.predict(x)
         head = fitted[0]
         kind = "measured" if head.measured else "published"
         shapes = "this shape" if same is not None else f"{len(fitted)} other shape{'s' if len(fitted) > 1 else ''}"
         basis = (
             f"{kind}, {head.device} EP{head.ep}, {head.library}; {f.num_points}-point fit over {shapes}, max error "
-            f"{f.max_rel_error:.0%} ({'; '.join(c.source for c in fitted)})"
+            f"{f.max_rel_error:.0%} ({_sources(fitted)})"
         )
         return CostEstimate(us, basis, head.measured)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s
-    us = ROOFLINE_FIXED_US + x[1] / bw + x[2] / peak * 1e6
+    us = ROOFLINE_FIXED_US + x[2] / bw + x[3] / peak * 1e6
     return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured)", False)
+
+
+def _sources(cals: Sequence[Calibration]) -> str:
+    """Where the points came from: one calibration's source, or the folder that holds every one's sweep file."""
+    files = sorted({c.source.split(" (")[0] for c in cals})
+    if len(files) == 1:
+        return cals[0].source
+    folder = os.path.commonpath(files)
+    return f"{len(files)} sweeps in {folder}/" if folder else "; ".join(files)
 
 
 def workload_cost(

@@ -39,11 +39,13 @@ def test_an_unmeasured_shape_is_costed_from_the_shapes_measured():
     g = resolve_model(V4_FLASH).main_group.model_copy(update={"hidden_size": 5120, "weight_quant": FP8})
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
     est = estimate_us("deep_gemm_mega_moe:sm90_fp8xfp8", g, dep, 64)
-    assert "fit over 2 other shapes" in est.basis and est.measured
+    cals = load_calibrations()
+    measured = {(c.hidden_size, c.num_experts, c.top_k) for c in cals if c.device == "h200" and c.ep == 1}
+    assert f"fit over {len(measured)} other shapes" in est.basis and est.measured and "sweeps in" in est.basis
     both = tuple(c for c in load_calibrations() if c.variant == "deep_gemm_mega_moe:sm90_fp8xfp8" and c.ep == 1)
     assert fit_pooled(both).num_points == sum(len(c.points) for c in both)
-    # between the two measured shapes (H 4096 and 6144): between their measured times at T = 64
-    at = {c.hidden_size: dict((t, us) for t, _, us in c.points)[64] for c in both}
+    # between V4-Flash (H 4096) and GLM-5 (H 6144, I and E as here): between their measured times at T = 64
+    at = {c.hidden_size: dict((t, us) for t, _, us in c.points)[64] for c in both if c.num_experts == 256}
     assert at[4096] < est.us < at[6144]
 
 
@@ -104,7 +106,7 @@ def test_bad_workload(text):
 
 
 def test_stored_calibration_is_the_committed_sweep():
-    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep run."""
+    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep runs, one per shape."""
     import json
     import sys
     from pathlib import Path
@@ -115,10 +117,14 @@ def test_stored_calibration_is_the_committed_sweep():
         from fit_cost_model import calibrations
     finally:
         sys.path.remove(str(root / "benchmarks"))
-    run = json.loads((root / "benchmarks/results/h200/fused_vs_nonfused.json").read_text())
-    stored = {(c.variant, c.device, c.ep, c.hidden_size): c for c in load_calibrations()}
-    for cal in calibrations(run, "benchmarks/results/h200/fused_vs_nonfused.json"):
-        assert stored[(cal.variant, cal.device, cal.ep, cal.hidden_size)].points == cal.points, cal.variant
+    stored = {(c.variant, c.device, c.ep, c.hidden_size, c.num_experts): c for c in load_calibrations()}
+    sweeps = sorted((root / "benchmarks/results/h200/2026-12-01").glob("fused_vs_nonfused_*.json"))
+    assert len(sweeps) >= 7
+    for path in sweeps:
+        for cal in calibrations(json.loads(path.read_text()), path.name):
+            key = (cal.variant, cal.device, cal.ep, cal.hidden_size, cal.num_experts)
+            assert stored[key].points == cal.points, (path.name, cal.variant)
+    assert sum(c.device == "h200" and c.ep == 1 for c in stored.values()) == 4 * len(sweeps)
 
 
 def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
@@ -127,7 +133,8 @@ def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
     for cal in load_calibrations():
         if cal.device == "h200" and cal.ep == 1 and not cal.variant.endswith("m_indices"):
             f = decode_fit(cal)
-            assert f.max_rel_error < 0.07 and f.fixed_us > 0 and f.us_per_expert > 0, (cal.variant, f)
+            # worst of the 7 shapes x 3 paths measured: Qwen3-235B-A22B through sm90_fp8xfp4, 7.7%
+            assert f.max_rel_error < 0.08 and f.fixed_us > 0 and f.us_per_expert > 0, (cal.variant, f)
 
 
 def test_published_ep8_points_are_marked_unmeasured():
@@ -153,7 +160,9 @@ def test_beyond_the_last_measured_t_the_cost_grows_linearly():
     (cal,) = [
         c
         for c in load_calibrations()
-        if c.variant == "nonfused:deepgemm_fp8_psum" and c.device == "h200" and c.hidden_size == 4096
+        if c.variant == "nonfused:deepgemm_fp8_psum"
+        and c.device == "h200"
+        and (c.hidden_size, c.num_experts) == (4096, 256)
     ]
     pts = dict((t, us) for t, _, us in cal.points)
     slope = (pts[8192] - pts[4096]) / 4096
