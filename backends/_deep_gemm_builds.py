@@ -110,6 +110,31 @@ PR411 = BuildSpec(
     "on the SM count. Its fp8_mega_moe (front end @22590417) is PR #383's; no limits of its own were read for it.",
 )
 
+#: The SM90 symmetric buffer of PR #323 (both kernels): every TMA row a multiple of 16 bytes
+_PR323_BUFFER_SRC = (
+    "DeepGEMM PR #323 8ddf7f96 csrc/apis/sm90_mega.hpp:218-221 (layout::Data(hidden / 32), "
+    "layout::Data(intermediate_hidden * 4 / 64)), asserted at deep_gemm/include/deep_gemm/layout/mega_moe.cuh:331; "
+    "seen on the H200 (benchmarks/results/h200/2026-12-01/family_sweep.log, GLM-4.5-Air)"
+)
+_PR323_BUFFER = (
+    c.multiple_of(
+        "hidden_size",
+        512,
+        why="the SM90 buffer's input scale row is hidden/32 bytes, a TMA row that must be a multiple of 16 bytes",
+        remediation="No fused SM90 kernel of PR #323 for this hidden size; use a non-fused backend.",
+        sources=(_PR323_BUFFER_SRC,),
+    ),
+    c.multiple_of(
+        "moe_intermediate_size",
+        256,
+        why="the SM90 buffer's L2 activation scale row is intermediate/16 bytes, a TMA row that must be a multiple "
+        "of 16 bytes",
+        remediation="No fused SM90 kernel of PR #323 for this expert width; use a non-fused backend (the engine's "
+        "own fused MoE).",
+        sources=(_PR323_BUFFER_SRC,),
+    ),
+)
+
 PR323 = BuildSpec(
     name="deepgemm-pr323",
     library=LIBRARY,
@@ -122,9 +147,18 @@ PR323 = BuildSpec(
     | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4", "mega_moe_pre_dispatch_sm90"},
     marks=("_C.fp8_fp4_mega_moe_sm90",),
     token_alignment={"sm90": 384, "sm100": 384},
-    limits={"fp8_mega_moe": (_inter_at_most_4096("DeepGEMM PR #323 8ddf7f96 csrc/apis/sm90_mega.hpp:351-352"),)},
-    note="Its fp8_mega_moe host check needs hidden % 128 only (sm90_mega.hpp:351); the sm90_fp8xfp8 declaration keeps "
-    "nv_dev's hidden % 256, which every other build asserts. Installs as dist sgl-deep-gemm, version 0.0.0.",
+    limits={
+        "fp8_mega_moe": (
+            *_PR323_BUFFER,
+            _inter_at_most_4096("DeepGEMM PR #323 8ddf7f96 csrc/apis/sm90_mega.hpp:351-352"),
+        ),
+        "_C.fp8_fp4_mega_moe_sm90": _PR323_BUFFER,
+    },
+    note="Its fp8_mega_moe host check needs hidden % 128 only (sm90_mega.hpp:351), but the SM90 symmetric buffer both "
+    "kernels share lays out TMA rows of hidden/32 and intermediate/16 bytes that must be 16-byte multiples "
+    "(sm90_mega.hpp:218-221, asserted at layout/mega_moe.cuh:331): hidden % 512 and intermediate % 256. Seen on the "
+    "H200: GLM-4.5-Air's intermediate 1408 stops at that assertion when the buffer is made. Installs as dist "
+    "sgl-deep-gemm, version 0.0.0.",
 )
 
 SGL_025 = BuildSpec(
