@@ -68,7 +68,7 @@ def with_format(model: ModelDescription, fmt: str) -> ModelDescription:
     return model.model_copy(update={"layer_groups": (main,), "model": f"{model.model} ({fmt} experts)"})
 
 
-def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) -> str:
+def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float, flush: bool = True) -> str:
     """One table row: correctness first, then the three timed paths."""
     x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
     logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
@@ -103,7 +103,7 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float) ->
     if pre is not None:
         paths["dg"] = dg_path
     cond = Condition()
-    tm = time_interleaved(paths, condition=cond)
+    tm = time_interleaved(paths, condition=cond, flush=flush)
     ours_us, bare_us, pad_us = tm["ours"].us, tm["kernel"].us, tm["padded"].us
     dg_us = tm["dg"].us if "dg" in tm else float("nan")
     act = expected_active(ids)
@@ -147,7 +147,14 @@ def staging_configs(layer, x, ids, w) -> None:
 
 
 def run_case(
-    model_id: str, fmt: str, bw: float, max_tokens: int, tokens: tuple[int, ...], prep: bool = True, tiles=()
+    model_id: str,
+    fmt: str,
+    bw: float,
+    max_tokens: int,
+    tokens: tuple[int, ...],
+    prep: bool = True,
+    tiles=(),
+    flush: bool = True,
 ) -> None:
     stored = resolve_model(model_id)
     model = with_format(stored, fmt)
@@ -184,7 +191,7 @@ def run_case(
         "  spread ours/kern  condition"
     )
     for t in tokens:
-        print(measure(layer, twin, experts, g, t, gen, bw))
+        print(measure(layer, twin, experts, g, t, gen, bw, flush=flush))
     for t in tiles:
         x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
         ids, w = route(
@@ -274,6 +281,7 @@ def main() -> None:
     ap.add_argument("--cases", default="all", help="comma list of indexes into CASES, or all")
     ap.add_argument("--prep-only", action="store_true", help="only the weight-preparation measurement")
     ap.add_argument("--no-prep", action="store_true", help="skip the weight-preparation measurement")
+    ap.add_argument("--no-flush", action="store_true", help="time without clearing the L2 before each replay")
     ap.add_argument("--tiles", default="", help="comma list of small T at which to compare staging tiles")
     args = ap.parse_args()
     tokens = () if args.prep_only else tuple(int(t) for t in args.tokens.split(","))
@@ -283,7 +291,9 @@ def main() -> None:
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
     for model_id, fmt in cases:
         try:
-            run_case(model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep, tiles=tiles)
+            run_case(
+                model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep, tiles=tiles, flush=not args.no_flush
+            )
         except Exception as exc:  # report and go on: one failing case must not hide the others
             print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")
 

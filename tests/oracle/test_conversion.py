@@ -130,7 +130,11 @@ def test_the_chosen_conversion_runs_through_the_interface():
     model = model.model_copy(update={"layer_groups": (small,)})
     dep, _ = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))
     sw, _ = resolve_software(None, "h200")
-    d = decide(model, dep, sw)
+    from moe_oracle.decide.selection import Override
+
+    # the override takes the conversion (test_override_takes_the_conversion_unless_forbidden) whatever the costs
+    # rank for this scaled shape
+    d = decide(model, dep, sw, override=Override.parse(SM90_FP8))
     assert d.main.chosen.conversion is not None
     w13, w2 = random_masters(small, torch.Generator().manual_seed(0))
     experts = quantize_experts(w13, w2, MXFP4)
