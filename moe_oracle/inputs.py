@@ -18,6 +18,7 @@ from moe_oracle.software.profiles import named_profile, profile_names
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import SPECULATIVE_CHOICES, Deployment, LayoutError, Parallelism, Topology
 from moe_oracle.spec.device import DEVICES, DeviceSpec
+from moe_oracle.spec.units import format_size, parse_size
 from moe_oracle.validation import one_line
 
 LOCAL = "local"
@@ -128,13 +129,37 @@ def _check_domain(flags: DeploymentFlags, device: DeviceSpec, origin: str) -> No
     )
 
 
+def _check_heap_size(env: dict[str, str], device: DeviceSpec) -> None:
+    """``MORI_SHMEM_HEAP_SIZE`` must be a size (``8G``, ``4294967296``) that one GPU can hold: ``banana`` is not
+    "below 8G", and ``99999999999999999999T`` is not a heap."""
+    value = env.get("MORI_SHMEM_HEAP_SIZE")
+    if value is None:
+        return
+    size = parse_size(value)
+    if size is None:
+        raise BadInputError(
+            f"MORI_SHMEM_HEAP_SIZE={excerpt(value)} is not a size",
+            fix="write it as MoRI reads it: a number with an optional K/M/G/T unit (8G, 16G, 4294967296), or unset it",
+        )
+    memory = int(device.memory_gib * 1024**3)
+    if size > memory:
+        raise BadInputError(
+            f"MORI_SHMEM_HEAP_SIZE={excerpt(value)} ({format_size(size)}) is more than one {device.name} GPU's "
+            f"memory ({format_size(memory)})",
+            fix="set it to what the plan computes (moe-oracle plan ... prints it), or unset it",
+        )
+
+
 def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) -> tuple[Deployment, str]:
     device, origin = resolve_device(flags.device)
     _check_domain(flags, device, origin)
+    _check_heap_size(env or {}, device)
     gpn = flags.gpus_per_node or device.gpus_per_node
     domain = flags.domain_size or device.domain_size
     if flags.domain_size is None and device.domain_size == device.gpus_per_node and flags.gpus_per_node:
-        domain = gpn  # an HGX-style box: the NVLink domain is the node
+        # an HGX-style box: the NVLink domain is the node, but never larger than the device's own domain
+        # (--gpus-per-node 16 on b200 is two 8-GPU domains, as --domain-size 16 is refused)
+        domain = min(gpn, device.domain_size)
     try:
         deployment = Deployment(
             device=device,
@@ -172,6 +197,12 @@ def deployment_warnings(deployment: Deployment) -> list[str]:
     not divide a node. (One node partly used is the ordinary single-rank default and is not warned.)"""
     par, topo = deployment.parallel, deployment.topology
     out = []
+    if topo.gpus_per_node > topo.domain_size and topo.gpus_per_node > deployment.device.gpus_per_node:
+        out.append(
+            f"--gpus-per-node {topo.gpus_per_node} is more than one {deployment.device.name} NVLink/XGMI domain "
+            f"({topo.domain_size} GPUs): each node is taken as {-(-topo.gpus_per_node // topo.domain_size)} "
+            "domains (an expert-parallel group larger than one is judged as crossing domains)"
+        )
     used, world = deployment.ranks_used, topo.world_size
     if par.tp > 1 and topo.gpus_per_node % par.tp and par.tp < world:
         out.append(

@@ -63,12 +63,12 @@ def matrix(**kw: Any) -> None:
     env = env_from(kw["env_items"])
     advisories = load_advisories(kw["advisories"])
     scenarios = build_scenarios(
-        models=split_list(kw["models"]),
-        devices=split_list(kw["devices"]),
-        topologies=split_list(kw["topologies"]),
-        engines=split_list(kw["engines"]),
-        software=split_list(kw["software"]),
-        formats=split_list(kw["formats"]),
+        models=split_list(kw["models"], "--models"),
+        devices=split_list(kw["devices"], "--devices"),
+        topologies=split_list(kw["topologies"], "--topologies"),
+        engines=split_list(kw["engines"], "--engines"),
+        software=split_list(kw["software"], "--software"),
+        formats=split_list(kw["formats"], "--formats"),
         env=env,
         advisories_file=kw["advisories"],
     )

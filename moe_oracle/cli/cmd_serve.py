@@ -54,18 +54,35 @@ _DECISION_FLAGS = ("--moe-backend", "--moe-a2a-backend", "--moe-runner-backend",
 
 
 def _flag(token: str) -> str | None:
+    """The option ``token`` names, as the engines' parsers read it: ``--tensor_parallel_size`` is
+    ``--tensor-parallel-size`` (vLLM's parser turns underscores into dashes), synonyms are one name."""
     if not token.startswith("-") or token in ("-", "--") or token[1:2].isdigit():
         return None
     name = token.split("=", 1)[0]
+    dashes = len(name) - len(name.lstrip("-"))
+    name = name[:dashes] + name[dashes:].replace("_", "-")
     return _CANONICAL.get(name, name)
+
+
+def _meant(name: str, guarded: set[str]) -> str | None:
+    """The guarded option ``name`` stands for: itself, or the one it abbreviates (argparse accepts a unique
+    prefix of a long option, so ``--tensor-parallel 4`` is ``--tensor-parallel-size 4``)."""
+    if name in guarded:
+        return name
+    if not name.startswith("--") or len(name) < 4:
+        return None
+    longer = sorted(flag for flag in guarded if flag.startswith(name))
+    return longer[0] if longer else None
 
 
 def _refuse_overrides(planned: list[str], extra: list[str]) -> None:
     """Engine arguments after ``--`` may add to the plan, never change what it decided (exit 2)."""
     decided = {_flag(t) for t in planned} - {None}
+    guarded = {flag for flag in decided if flag and flag.startswith("--")} | set(_DECISION_FLAGS)
     for index, token in enumerate(extra):
-        name = _flag(token)
-        if name is None or (name not in decided and name not in _DECISION_FLAGS):
+        spelled = _flag(token)
+        name = None if spelled is None else _meant(spelled, guarded) or (spelled if spelled in decided else None)
+        if name is None:
             continue
         value = token.partition("=")[2] or (extra[index + 1] if index + 1 < len(extra) else "")
         shown = f"{token.split('=', 1)[0]} {value}".strip() if not value.startswith("-") else token

@@ -65,9 +65,16 @@ def read_json_file(path: Path) -> dict:
     return read_json_object(path, error=ModelConfigError, fix=_FIX_CONFIG)
 
 
+#: The fix for an unreadable ``hf_quant_config.json`` (it decides the expert format: never skipped).
+_FIX_QUANT = f"restore the checkpoint's {HF_QUANT_NAME} (download it again), or remove it if the checkpoint has none"
+
+
 def _optional(path: Path) -> dict | None:
-    """``path`` read when it exists or is a (possibly broken) link: a dangling link is an error, not absent."""
-    return read_json_file(path) if exists_or_dangling(path) else None
+    """``path`` (an ``hf_quant_config.json``) read when it exists or is a (possibly broken) link: a dangling
+    link or a device is an error, not an absent file (it decides the expert format)."""
+    if not exists_or_dangling(path):
+        return None
+    return read_json_object(path, error=ModelConfigError, fix=_FIX_QUANT)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -147,13 +154,9 @@ def _from_hub_cache(repo_id: str, *, allow_network: bool) -> RawModelConfig | No
         cached = None
     if isinstance(cached, (str, os.PathLike)):
         config_path = Path(cached)
-        quant = None
-        try:
-            quant_cached = huggingface_hub.try_to_load_from_cache(repo_id, HF_QUANT_NAME, cache_dir=cache_dir)
-        except Exception:
-            quant_cached = None
-        if isinstance(quant_cached, (str, os.PathLike)):
-            quant = read_json_file(Path(quant_cached))
+        # the snapshot's own entry, not try_to_load_from_cache: that answers "not cached" for a dangling
+        # link or a device, and an NVFP4 checkpoint would silently read as BF16
+        quant = _optional(config_path.parent / HF_QUANT_NAME)
         return RawModelConfig(read_json_file(config_path), quant, repo_id, f"hub-cache {config_path.parent}")
     if not allow_network:
         return None

@@ -9,6 +9,7 @@ replicas behind a router), and shown as the considered alternative otherwise.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -117,6 +118,15 @@ def engine_module(engine: Engine) -> Any:
 def resolve_plan_software(name: str | None, device: str, engine: Engine) -> tuple[SoftwareProfile, str]:
     """Plans default to the engine's release profile (local devices: what is installed), as every command does."""
     return resolve_engine_software(name, device, engine.value)
+
+
+def _with_user_env(cmd: Command, user_env: dict[str, str]) -> Command:
+    """``cmd`` with the environment the decision was made under (``--env KEY=VALUE`` and the relevant variables
+    of this shell) passed to the engine too: a variable that changed the decision (and the sizes) must reach
+    the process it describes. The engine's own settings for the same keys come from that decision and win."""
+    if not user_env:
+        return cmd
+    return dataclasses.replace(cmd, env=tuple({**user_env, **cmd.env_dict}.items()))
 
 
 def _model_arg(source: str, description: ModelDescription) -> str:
@@ -360,7 +370,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         variant=variant,
         groups=_groups(active),
         rejected=_rejected(active),
-        commands=parts.commands,
+        commands=[_with_user_env(cmd, req.env) for cmd in parts.commands],
         derived=parts.derived,
         replicas=replica_plan,
         notes=notes,

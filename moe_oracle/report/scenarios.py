@@ -13,7 +13,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from moe_oracle.errors import BadInputError
+from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
 from moe_oracle.model.types import ModelDescription, WeightFormat
 from moe_oracle.rules import Engine
@@ -116,13 +116,19 @@ class ScenarioSpec:
         return "moe-oracle " + shlex.join(self.select_args())
 
 
-def split_list(value: str | Sequence[str] | None) -> list[str] | None:
-    """``"a, b,,c"`` -> ``["a", "b", "c"]``; None or empty -> None (the default)."""
+def split_list(value: str | Sequence[str] | None, flag: str = "the list") -> list[str] | None:
+    """``"a, b,,c"`` -> ``["a", "b", "c"]``; None -> None (the default). A value given but naming nothing
+    (``" "``, ``",,,"``) is refused (exit 2): it would silently mean "everything"."""
     if value is None:
         return None
     items = value.split(",") if isinstance(value, str) else [p for v in value for p in v.split(",")]
     out = list(dict.fromkeys(p.strip() for p in items if p.strip()))
-    return out or None
+    if not out:
+        raise BadInputError(
+            f"{flag} {excerpt(value if isinstance(value, str) else ','.join(value))} names nothing",
+            fix=f"give a comma list, or leave {flag} out for every default",
+        )
+    return out
 
 
 def _choice(values: Sequence[str], known: Sequence[str], flag: str) -> list[str]:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
+#: ASCII digits only (at most 20 before the point): a size, not a number that overflows a float.
+_SIZE = re.compile(r"^\s*([0-9]{1,20}(?:\.[0-9]{1,20})?)\s*([KMGT]?)(?:I?B)?\s*$", re.IGNORECASE)
 _POWER = {"": 0, "K": 1, "M": 2, "G": 3, "T": 4}
 
 

@@ -90,6 +90,23 @@ def test_hub_id_from_the_real_local_cache(monkeypatch, tmp_path):
     assert describe_config(raw.config, raw.hf_quant_config).main_group.weight_format.value == "nvfp4"
 
 
+@pytest.mark.parametrize("target", ["dangling", "/dev/zero"])
+@pytest.mark.parametrize("where", ["hub-cache", "directory"])
+def test_an_unreadable_hf_quant_config_is_refused_not_skipped(monkeypatch, tmp_path, target, where):
+    """Ignoring it would read an NVFP4 checkpoint as BF16 (and choose sm100_bf16)."""
+    pytest.importorskip("huggingface_hub")
+    cache = hub_cache(tmp_path, "someone/V4-copy", with_quant=False)
+    snapshot = next((cache / "models--someone--V4-copy" / "snapshots").iterdir())
+    link = snapshot / "hf_quant_config.json"
+    link.symlink_to(tmp_path / "gone.json" if target == "dangling" else target)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    with pytest.raises(ModelConfigError) as info:
+        load_model_source("someone/V4-copy" if where == "hub-cache" else str(snapshot))
+    assert_one_line(info.value, "hf_quant_config.json")
+    assert "not a weight or index file" not in info.value.one_line()
+    assert "download it again" in info.value.one_line()
+
+
 def test_hub_id_not_cached_is_unknown_without_network(monkeypatch, tmp_path):
     pytest.importorskip("huggingface_hub")
     monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache(tmp_path, "someone/other")))

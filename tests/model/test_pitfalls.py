@@ -132,11 +132,25 @@ def test_text_config_nesting_is_read_first(v4_flash):
         "model_type": "deepseek_v4",
         "quantization_config": v4_flash.pop("quantization_config"),
         "text_config": v4_flash,
-        "hidden_size": 999,  # shadowed by text_config.hidden_size
+        "hidden_size": 4096,  # the same value at the top level: read from text_config, no contradiction
     }
     desc = describe_config(outer)
     assert desc.main_group.hidden_size == 4096
     assert names(desc) == ["moe", "moe_hash", "mtp"]
+
+
+def test_a_top_level_value_text_config_contradicts_is_refused(v4_flash):
+    """Silently reading text_config.hidden_size over a different top-level one hid a broken config."""
+    outer = {
+        "architectures": ["DeepseekV4ForCausalLM"],
+        "model_type": "deepseek_v4",
+        "quantization_config": v4_flash.pop("quantization_config"),
+        "text_config": v4_flash,
+        "hidden_size": 999,
+    }
+    with pytest.raises(ModelConfigError) as info:
+        describe_config(outer)
+    assert_one_line(info.value, "text_config.hidden_size=4096 contradicts hidden_size=999")
 
 
 def test_text_config_errors_name_the_json_path(v4_flash):
@@ -319,6 +333,9 @@ def test_unknown_architecture_lists_supported_and_points_to_manual(glm5):
     assert text.startswith("mix: unsupported model")
 
 
-def test_architecture_wins_over_model_type(v4_flash):
+def test_architecture_and_model_type_of_different_families_are_refused(v4_flash):
+    """Following the architecture silently hid a config that names two families (issue 22)."""
     v4_flash["model_type"] = "glm4_moe"
-    assert describe_config(copy.deepcopy(v4_flash)).family == "deepseek_v4"
+    with pytest.raises(ModelConfigError) as info:
+        describe_config(copy.deepcopy(v4_flash))
+    assert_one_line(info.value, "architectures[0]='DeepseekV4ForCausalLM'", "model_type='glm4_moe'", "contradicts")

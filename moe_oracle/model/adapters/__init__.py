@@ -25,6 +25,7 @@ from moe_oracle.model.adapters._view import FIX_VALUE, WRAPPERS, json_type, show
 from moe_oracle.model.adapters.catalog import (
     find_refusal,
     find_rules,
+    identity_conflict,
     supported_architectures,
     supported_model_types,
 )
@@ -104,6 +105,14 @@ def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) 
     refused = find_refusal(architecture, model_type, text_arch, text_type)
     if refused is not None:
         raise UnsupportedArchitectureError(f"{model_id}: {refused.message}", fix=refused.fix)
+    for arch, mtype, where in ((architecture, model_type, ""), (text_arch, text_type, f"{wrapper}.")):
+        conflict = identity_conflict(arch, mtype)
+        if conflict is not None:
+            raise ModelConfigError(
+                f"{model_id}: {where}architectures[0]={arch!r} is a {conflict[0]} model but {where}model_type="
+                f"{mtype!r} is {conflict[1]}: the config contradicts itself",
+                fix="correct architectures or model_type to the checkpoint's real family",
+            )
     rules = find_rules(architecture, model_type, text_arch, text_type)
     if rules is None:
         seen = ", ".join(

@@ -104,12 +104,25 @@ class ConfigView:
     def lookup(self, keys: Keys) -> tuple[str, Any] | None:
         """``(json_path, value)`` of the first present, non-null key, or ``None``."""
         names = (keys,) if isinstance(keys, str) else tuple(keys)
-        for prefix, data in self.scopes:
+        for depth, (prefix, data) in enumerate(self.scopes):
             for name in names:
                 value = data.get(name)
                 if value is not None:
+                    self._agree(depth, name, prefix + name, value)
                     return prefix + name, value
         return None
+
+    def _agree(self, depth: int, name: str, path: str, value: Any) -> None:
+        """A key the wrapper (``text_config``) sets must not be set otherwise at the top level: the wrapper's
+        value would silently win over a contradicting one."""
+        for prefix, data in self.scopes[depth + 1 :]:
+            other = data.get(name)
+            if other is not None and other != value:
+                raise ModelConfigError(
+                    f"{self.model_id}: {path}={show(value)} contradicts {prefix + name}={show(other)} (the "
+                    "wrapper's value would win silently)",
+                    fix=f"make the two {name} values agree, or remove the top-level one",
+                )
 
     def has(self, keys: Keys) -> bool:
         return self.lookup(keys) is not None

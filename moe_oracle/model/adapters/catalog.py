@@ -56,6 +56,16 @@ def find_rules(
     return None
 
 
+def identity_conflict(architecture: str | None, model_type: str | None) -> tuple[str, str] | None:
+    """The two families a config names when its ``architectures[0]`` and its ``model_type`` are both known and
+    belong to different families (the reader would silently follow the architecture); else ``None``."""
+    by_arch = ARCHITECTURES.get(architecture) if architecture else None
+    by_type = MODEL_TYPES.get(model_type) if model_type else None
+    if by_arch is None or by_type is None or by_arch.family == by_type.family:
+        return None
+    return by_arch.family, by_type.family
+
+
 def find_refusal(*identities: str | None) -> Refusal | None:
     """The named refusal of a family the reader does not describe (architecture or model_type match)."""
     for refusal in REFUSED:
