@@ -82,3 +82,12 @@ def sm90_activation() -> Check:
         kinds=("swiglu",),
         sources=("kernels.md §0: sm90_mega.hpp asserts activation == 'swiglu'",),
     )
+
+
+#: How far the SM90 variants were run (declared by both, shown wherever they are recommended).
+SM90_VALIDATED = (
+    "one H200 at world size 1 (EP 1) with a DeepGEMM PR #323 source build (8ddf7f96, "
+    "https://github.com/deepseek-ai/DeepGEMM/pull/323): output checked against the FP32 reference and timed "
+    "(docs/performance.md); never with EP > 1, never inside vLLM or SGLang on a GPU (the vLLM plug-in ran on "
+    "CPU vLLM only)"
+)

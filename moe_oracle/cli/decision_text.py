@@ -63,10 +63,12 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
         if g.chosen is not None:
             cost = f"  ~{g.chosen.cost.us:,.0f} us/call" if g.chosen.cost else ""
             con.print(
-                f"  [green]chosen[/green]: [bold]{g.chosen.key}[/bold]{cost}  accuracy class {g.chosen.accuracy_class}"
+                f"  [green]chosen[/green]: [bold]{escape(g.chosen.label)}[/bold]{cost}  accuracy class "
+                f"{g.chosen.accuracy_class}"
             )
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
+            con.print(f"    validated: {escape(g.chosen.spec.validation_text)}")
         else:
             con.print(f"  [yellow]no fused backend[/yellow]; the engine uses: {escape(g.fallback or '')}")
         for note in g.notes:
@@ -75,7 +77,9 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             con.print(f"  other candidates: as for layer group '{seen[sig]}'")
             continue
         seen.setdefault(sig, g.group.name)
-        others = [c for c in g.candidates if c is not g.chosen]
+        # the chosen variant is not listed again as stored when it is served after a conversion
+        chosen_spec = g.chosen.spec if g.chosen is not None else None
+        others = [c for c in (*g.candidates, *g.conversions) if c is not g.chosen and c.spec is not chosen_spec]
         skipped = [c for c in others if not all_reasons and _other_arch(c)]
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         table.add_column("candidate", no_wrap=True)
@@ -92,11 +96,11 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
                     text = f"~{c.cost.us:,.0f} us/call, slower than {than}" if c.cost else ""
                     if c.accuracy_class != "standard":
                         text += f"; accuracy class {c.accuracy_class}"
-                table.add_row(c.spec.key, "[green]eligible[/green]", escape(text))
+                table.add_row(escape(c.label), "[green]eligible[/green]", escape(text))
                 continue
             for i, r in enumerate(c.failures):
                 table.add_row(
-                    c.spec.key if i == 0 else "",
+                    escape(c.label) if i == 0 else "",
                     f"[red]{r.code.value}[/red]",
                     escape(f"{r.message}. Fix: {r.remediation}"),
                 )

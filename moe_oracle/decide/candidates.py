@@ -23,6 +23,11 @@ class Candidate:
         return self.spec.key + (f"+convert({self.conversion.label})" if self.conversion else "")
 
     @property
+    def label(self) -> str:
+        """For people: ``backend:variant``, or ``backend:variant after <from>-><to>`` for a load-time conversion."""
+        return self.spec.key + (f" after {self.conversion.label}" if self.conversion else "")
+
+    @property
     def accuracy_class(self) -> str:
         """``standard``, ``a4``, ``lossy`` or ``a4+lossy`` (see :mod:`moe_oracle.decide.accuracy_class`)."""
         from moe_oracle.decide.accuracy_class import accuracy_class
@@ -47,6 +52,7 @@ class Candidate:
             "variant": self.spec.variant,
             "eligible": self.eligible,
             "accuracy_class": self.accuracy_class,
+            "validation": self.spec.validation.value,
             "reasons": [r.to_json() for r in self.reasons],
             "expected_us": None if self.cost is None else round(self.cost.us, 1),
             "cost_basis": None if self.cost is None else self.cost.basis,

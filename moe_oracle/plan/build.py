@@ -205,13 +205,14 @@ def _first_reasons(candidates: Any) -> str:
 
 def _rejected(decision: Decision) -> list[dict[str, Any]]:
     main = decision.main
+    chosen_spec = main.chosen.spec if main.chosen is not None else None
     out = []
-    for c in main.candidates:
-        if c.eligible or c is main.chosen:
+    for c in (*main.candidates, *main.conversions):
+        if c.eligible or c is main.chosen or c.spec is chosen_spec:
             continue
         out.append(
             {
-                "candidate": c.spec.key,
+                "candidate": c.label,
                 "codes": [r.code.value for r in c.failures],
                 "reasons": [{"code": r.code.value, "message": r.message, "fix": r.remediation} for r in c.failures],
             }
@@ -226,7 +227,9 @@ def _groups(decision: Decision) -> list[dict[str, Any]]:
             "role": g.group.role,
             "layers": layer_span(g.group.layers),
             "chosen": None if g.chosen is None else g.chosen.spec.key,
+            "chosen_label": None if g.chosen is None else g.chosen.label,
             "accuracy_class": None if g.chosen is None else g.chosen.accuracy_class,
+            "validation": None if g.chosen is None else g.chosen.spec.validation_text,
             "fallback": g.fallback,
         }
         for g in decision.groups

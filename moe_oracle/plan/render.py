@@ -52,14 +52,18 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
 
 def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list[str]:
     out = []
+    shown_validation: set[str] = set()
     for g in plan.groups:
         if g.get("built") is False:
             out.append(f"layer group {g['name']} (layers {g['layers']}): not built (speculative decoding off)")
             continue
-        chosen = g["chosen"] or "no fused backend"
+        chosen = g.get("chosen_label") or g["chosen"] or "no fused backend"
         if g.get("accuracy_class"):
             chosen += f" (accuracy class {g['accuracy_class']})"
         out.append(f"layer group {g['name']} (layers {g['layers']}): {chosen}")
+        if g.get("validation") and g["validation"] not in shown_validation:
+            shown_validation.add(g["validation"])
+            out.append(f"  validated: {g['validation']}")
     arch_only = [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
     shown = [r for r in plan.rejected if r["candidate"] not in arch_only]
     if shown or arch_only:

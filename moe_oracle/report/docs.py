@@ -86,6 +86,7 @@ def render_variants(registry: Registry, profiles: list[EngineProfile], command: 
                 ["weights", v.weights],
                 ["activations", v.activations],
                 ["kernel", f"`{v.kernel}`"],
+                ["validated", v.validation_text],
                 ["runtime", f"`{v.runtime}`" if v.runtime else "-"],
                 ["priority", str(v.priority)],
                 ["sources", _sources(v.sources)],

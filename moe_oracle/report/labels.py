@@ -153,3 +153,15 @@ def hidden_summary(variants: Sequence[VariantSpec]) -> str:
 def domain_text(device: DeviceSpec) -> str:
     link = "XGMI" if device.vendor.value == "amd" else "NVLink"
     return f"{device.gpus_per_node} GPUs/node, {link} domain {device.domain_size}"
+
+
+def validation_groups(variants: Sequence[VariantSpec]) -> list[tuple[str, list[str]]]:
+    """The variants grouped by how far their path was run (strongest first), for a legend line each."""
+    from moe_oracle.rules.variant import Validation
+
+    out = []
+    for status in Validation:
+        keys = [v.key for v in variants if v.validation is status]
+        if keys:
+            out.append((status.text, keys))
+    return out

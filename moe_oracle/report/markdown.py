@@ -64,8 +64,11 @@ def render_markdown(matrix: Matrix) -> str:
     cols = L.column_labels(matrix.variants)
     lines += ["", "## Variants", ""]
     lines += md_table(
-        ["column", "backend:variant", "target", "weights", "kernel"],
-        [[f"`{cols[v.key]}`", f"`{v.key}`", v.target, v.weights, f"`{v.kernel}`"] for v in matrix.variants],
+        ["column", "backend:variant", "target", "weights", "kernel", "validated"],
+        [
+            [f"`{cols[v.key]}`", f"`{v.key}`", v.target, v.weights, f"`{v.kernel}`", v.validation.text]
+            for v in matrix.variants
+        ],
     )
     lines += ["", "## Models", ""]
     models = list({sc.spec.model.model: sc.spec.model for sc in matrix.scenarios}.values())

@@ -14,6 +14,7 @@ from enum import Enum
 from typing import Any
 
 from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.fit import chosen_conversions, measure_fit
 from moe_oracle.decide.selection import Candidate, Decision, decide
 from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
@@ -70,16 +71,23 @@ class MatrixScenario:
 
     spec: ScenarioSpec
     decision: Decision
+    memory: str = "FITS"
 
     @property
     def id(self) -> str:
         return self.spec.id
 
     @property
+    def fits(self) -> bool:
+        """Whether the deployment holds its weights (no choice is starred where it cannot)."""
+        return self.memory != "DOES NOT FIT"
+
+    @property
     def chosen(self) -> str | None:
-        """The oracle's choice for the main layer group (``backend:variant``), or None."""
+        """The oracle's choice for the main layer group (``backend:variant``), or None (also where the deployment
+        cannot hold its weights)."""
         c = self.decision.main.chosen
-        return c.key if c is not None else None
+        return c.key if c is not None and self.fits else None
 
     @property
     def fallback(self) -> str | None:
@@ -109,6 +117,7 @@ class MatrixScenario:
             "software": spec.software.name,
             "scenario_choice": self.chosen,
             "fallback": self.fallback,
+            "memory_fit": self.memory,
             "select_command": spec.select_command(),
         }
 
@@ -224,7 +233,15 @@ class Matrix:
                 "rejected": "at least one rule fails; 'code' is the first failing rule's reason code",
             },
             "variants": [
-                {"key": v.key, "backend": v.backend, "variant": v.variant, "target": v.target, "summary": v.summary}
+                {
+                    "key": v.key,
+                    "backend": v.backend,
+                    "variant": v.variant,
+                    "target": v.target,
+                    "summary": v.summary,
+                    "validation": v.validation.value,
+                    "validated": v.validation_text,
+                }
                 for v in self.variants
             ],
             "broken_entry_points": [{"entry_point": ep, "error": err} for ep, err in self.broken],
@@ -240,13 +257,14 @@ def builtin_registry(registry: Registry | None = None) -> Registry:
     return Registry(own, libraries=reg.libraries, origins=reg.origins)
 
 
-def _group_verdicts(decision: Decision, spec: VariantSpec) -> tuple[GroupVerdict, ...]:
+def _group_verdicts(decision: Decision, spec: VariantSpec, fits: bool = True) -> tuple[GroupVerdict, ...]:
+    """``fits``: False when the deployment cannot hold its weights; then nothing is the oracle's choice."""
     out = []
     for g in decision.groups:
         cand = next(c for c in g.candidates if c.spec.key == spec.key)
         if g.chosen is not None and g.chosen.spec.key == spec.key:
             cand = g.chosen  # possibly the variant after a load-time conversion (its key says so)
-        chosen = g.chosen is cand
+        chosen = fits and g.chosen is cand
         us = None if cand.cost is None else round(cand.cost.us, 1)
         conv = cand.conversion.label if cand.conversion else None
         out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us, conv, cand.accuracy_class))
@@ -268,7 +286,8 @@ def build_matrix(
         decision = decide(
             spec.model, spec.deployment, spec.software, engine=spec.engine, advisories=advisories, registry=reg
         )
-        msc = MatrixScenario(spec, decision)
+        fit = measure_fit(spec.model, spec.deployment, spec.engine, conversions=chosen_conversions(decision))
+        msc = MatrixScenario(spec, decision, fit.verdict)
         decided.append(msc)
-        rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v)) for v in reg.variants))
+        rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))
     return Matrix(reg.variants, tuple(decided), tuple(rows), command, reg.broken)

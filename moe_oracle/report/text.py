@@ -120,6 +120,16 @@ def render_table(matrix: Matrix, con: Any) -> None:
     used_topos = list(dict.fromkeys(sc.spec.topology.name for sc in matrix.scenarios))
     for name in used_topos:
         con.print(_wrap(f"{name}: {TOPOLOGIES[name].summary}"))
+    for status, keys in L.validation_groups(matrix.variants):
+        con.print(_wrap(f"validation: {status}: {', '.join(keys)}"))
+    no_fit = [sc.id for sc in matrix.scenarios if not sc.fits]
+    if no_fit:
+        con.print(
+            _wrap(
+                f"memory: {len(no_fit)} scenario(s) cannot hold their weights, so nothing is the oracle's choice there "
+                f"(select shows the fit): {', '.join(no_fit)}"
+            )
+        )
     used_codes: dict[str, str] = {}
     for page in L.pages(matrix):
         con.print()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
 from moe_oracle.rules.check import Check, Reason
@@ -16,6 +17,32 @@ from moe_oracle.rules.scenario import Scenario
 NUMERICS = ("deepgemm", "aiter")
 #: How staged activation scales are laid out for a kernel (``moe_oracle.runtime.staging.ScaleLayout``).
 SCALE_LAYOUTS = ("none", "fp32", "ue8m0", "e4m3", "bytes")
+
+
+class Validation(str, Enum):
+    """How far a variant's path has been run, strongest first: through moe-oracle's runtime on real hardware,
+    inside the engine on a GPU, or only read from source (its declarations come from the kernel's and the
+    engine's code, never executed by this project)."""
+
+    RUNTIME_ON_HARDWARE = "runtime-on-hardware"
+    ENGINE_ON_GPU = "engine-on-gpu"
+    SOURCE_ONLY = "source-only"
+
+    @property
+    def text(self) -> str:
+        return {
+            Validation.RUNTIME_ON_HARDWARE: "ran on hardware through moe-oracle's runtime",
+            Validation.ENGINE_ON_GPU: "ran inside the engine on a GPU",
+            Validation.SOURCE_ONLY: "read from source only (never run by moe-oracle)",
+        }[self]
+
+    @property
+    def short(self) -> str:
+        return {
+            Validation.RUNTIME_ON_HARDWARE: "ran (runtime, hardware)",
+            Validation.ENGINE_ON_GPU: "ran (in engine, GPU)",
+            Validation.SOURCE_ONLY: "source only",
+        }[self]
 
 
 @dataclass(frozen=True)
@@ -90,6 +117,8 @@ class VariantSpec:
     layout: str | None = None
     numerics: str = "deepgemm"
     staging: Staging | None = None
+    validation: Validation = Validation.SOURCE_ONLY
+    validated_how: str = ""
 
     def __post_init__(self) -> None:
         if self.numerics not in NUMERICS:
@@ -100,6 +129,11 @@ class VariantSpec:
     @property
     def key(self) -> str:
         return f"{self.backend}:{self.variant}"
+
+    @property
+    def validation_text(self) -> str:
+        """The validation status with what was run, where and what was not (one line)."""
+        return self.validation.text + (f": {self.validated_how}" if self.validated_how else "")
 
     def evaluate(self, scenario: Scenario) -> list[Reason]:
         """Every failed or undecidable check, in declaration order."""

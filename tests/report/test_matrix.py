@@ -130,13 +130,13 @@ def test_installed_plugin_appears_in_the_matrix_but_not_in_the_committed_docs(tm
     site.mkdir()
     _write_plugin(site)
     env = {"PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")])}
-    r = cli("matrix", "--format", "json", "--models", "zai-org/GLM-5", "--devices", "mi300x", env=env)
+    r = cli("matrix", "--format", "json", "--models", "zai-org/GLM-5-FP8", "--devices", "mi300x", env=env)
     assert r.code == 0, r.err
     doc = json.loads(r.out)
     assert "acme_mega_moe:gfx942_any" in [v["key"] for v in doc["variants"]]
     chosen = {c["scenario"]: c["key"] for c in doc["cells"] if c["chosen"]}
-    assert chosen["zai-org/GLM-5|mi300x|dp8ep8|none|all"] == "acme_mega_moe:gfx942_any"
-    table = cli("matrix", "--models", "zai-org/GLM-5", "--devices", "mi300x", env=env)
+    assert chosen["zai-org/GLM-5-FP8|mi300x|dp8ep8|none|all"] == "acme_mega_moe:gfx942_any"
+    table = cli("matrix", "--models", "zai-org/GLM-5-FP8", "--devices", "mi300x", env=env)
     assert table.code == 0 and "gfx942_any" in table.out and "★ chosen" in table.out
     # the docs generator keeps to moe-oracle's own backends, so a plug-in never makes docs/ stale
     out = tmp_path / "docs"

@@ -7,7 +7,7 @@ DeepGEMM PR #323 / #411 builds and personal forks; in no release (kernels.md §0
 
 from __future__ import annotations
 
-from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, SM90_VALIDATED, common_checks, sm90_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 
@@ -15,6 +15,7 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import ReasonCode, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Validation
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §0: sm90_mega.hpp @ DeepGEMM PR #323 (8ddf7f9)"
@@ -90,6 +91,8 @@ VARIANT = VariantSpec(
     ),
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
     sizing=SIZING,
+    validation=Validation.RUNTIME_ON_HARDWARE,
+    validated_how=SM90_VALIDATED,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp4.backend:Sm90Fp8Fp4MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp4.weights",
     staging=SM90_STAGING,

@@ -7,7 +7,7 @@ and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that h200.m
 
 from __future__ import annotations
 
-from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, SM90_VALIDATED, common_checks, sm90_activation
 from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 
@@ -15,6 +15,7 @@ from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
 from moe_oracle.rules import Conversion, VariantSpec
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
+from moe_oracle.rules.variant import Validation
 from moe_oracle.spec.device import Arch
 
 _HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
@@ -102,6 +103,8 @@ VARIANT = VariantSpec(
     ),
     sources=(_HOST, "h200.md §4 (measured at EP=1)"),
     sizing=SIZING,
+    validation=Validation.RUNTIME_ON_HARDWARE,
+    validated_how=SM90_VALIDATED,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp8.weights",
     staging=SM90_STAGING,

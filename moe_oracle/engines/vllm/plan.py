@@ -118,10 +118,14 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
         )
     if sm90:
         notes.append(
-            "Install a DeepGEMM build with the SM90 kernels (deep_gemm with fp8_mega_moe / _C.fp8_fp4_mega_moe_sm90, "
-            "e.g. DeepGEMM PR #323) into vLLM's environment: vLLM prefers a site-packages deep_gemm over its vendored "
-            "2.8.1 (vllm-0.33.md §5.1), which has no SM90 mega kernel. Without moe-oracle's plug-in, vLLM 0.33 "
-            "serves these layers with its non-fused MoE (vllm#57772: Marlin weight-only on Hopper)."
+            "This plan needs an unreleased kernel build: DeepGEMM PR #323 (no DeepGEMM release has the SM90 mega-MoE "
+            "kernels fp8_mega_moe / fp8_fp4_mega_moe). Obtain it from https://github.com/deepseek-ai/DeepGEMM/pull/323 "
+            "(git fetch origin pull/323/head, then build and pip install it with its submodules) into vLLM's "
+            "environment: vLLM prefers a site-packages deep_gemm over its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py), which has no SM90 mega "
+            "kernel; `moe-oracle probe` recognises the build. Without moe-oracle's plug-in, vLLM 0.33 serves these "
+            "layers with its non-fused MoE (https://github.com/vllm-project/vllm/issues/57772: Marlin weight-only on "
+            "Hopper)."
         )
     return args
 
