@@ -234,7 +234,7 @@ def check_engine_software(engine: str | None, software: str | None) -> None:
 
 
 #: The engine release a question about an engine is judged against by default (a named software profile).
-ENGINE_RELEASE_PROFILE = {"vllm": "vllm-0.33.0+moe-oracle", "sglang": "sglang-0.5.23"}
+ENGINE_RELEASE_PROFILE = {"vllm": "vllm-0.33.0+moe-oracle", "sglang": "sglang-0.5.23+moe-oracle"}
 
 
 def resolve_engine_software(name: str | None, device: str, engine: str) -> tuple[SoftwareProfile, str]:

@@ -347,6 +347,50 @@ VLLM: tuple[ModelClass, ...] = (
 
 TABLES: dict[str, tuple[ModelClass, ...]] = {"sglang": SGLANG, "vllm": VLLM}
 
+#: SGLang 0.5.23: the MoE blocks whose routed experts are built as ``FusedMoE``
+#: (``layers/moe/fused_moe_triton/layer.py:308``), directly or through ``get_moe_impl_class``
+#: (``layers/moe/ep_moe/layer.py:352-365``: ``FusedMoE`` unless an all-to-all backend such as DeepEP is
+#: set), with the line that builds it: the class moe-oracle's SGLang plug-in replaces through SGLang's
+#: ``HookRegistry`` (``engines/sglang/plugin.py``). ``GptOssSparseMoeBlock`` is left out: its experts
+#: carry biases, which no fused kernel takes.
+SGLANG_FUSED_MOE: dict[str, str] = {
+    "DeepseekV2MoE": "models/deepseek_v2.py:753",
+    "Glm4MoeSparseMoeBlock": "models/glm4_moe.py:436",
+    "Glm4MoeLiteSparseMoeBlock": "models/glm4_moe_lite.py:209",
+    "Qwen2MoeSparseMoeBlock": "models/qwen2_moe.py:318",
+    "Qwen3MoeSparseMoeBlock": "models/qwen3_moe.py:265",
+    "MixtralMoE": "models/mixtral.py:100",
+    "Llama4MoE": "models/llama4.py:120",
+    "MiniMaxM2MoE": "models/minimax_m2.py:536",
+    "Ernie4Moe": "models/ernie4.py:104",
+    "BailingMoESparseMoeBlock": "models/bailing_moe.py:312",
+    "Step3p5MoEMLP": "models/step3p5.py:152",
+    "LongcatFlashMoE": "models/longcat_flash.py:300",
+    "HYV3MoEFused": "models/hunyuan_v3.py:145",
+    "Step3TextMoEMLP": "models/step3_vl.py:139",
+}
+
+
+def sglang_plugin_serves(architecture: str) -> bool:
+    """Whether SGLang 0.5.23 builds ``architecture``'s routed experts as the ``FusedMoE`` the plug-in replaces."""
+    row = model_class("sglang", architecture)
+    return row is not None and row.block in SGLANG_FUSED_MOE
+
+
+def sglang_plugin_why_not(architecture: str) -> str:
+    """Why the SGLang plug-in cannot serve ``architecture``'s MoE (empty when it can)."""
+    row = model_class("sglang", architecture)
+    if row is None:
+        return f"{architecture or 'this architecture'} is not in moe-oracle's table of sglang model classes"
+    if row.block not in SGLANG_FUSED_MOE:
+        return f"{row.block} ({row.source}) does not build its experts as the FusedMoE the plug-in replaces"
+    return ""
+
+
+def sglang_plugin_architectures() -> tuple[str, ...]:
+    """Every architecture :func:`sglang_plugin_serves`."""
+    return tuple(a for row in SGLANG if row.block in SGLANG_FUSED_MOE for a in row.architectures)
+
 
 def model_class(engine: str, architecture: str) -> ModelClass | None:
     """The row of ``engine``'s table (``sglang`` or ``vllm``) that lists ``architecture``, or None."""

@@ -12,12 +12,13 @@ conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below)
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates.model_classes import why_no_mega
+from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
+from moe_oracle.engine_gates.model_classes import sglang_plugin_serves, sglang_plugin_why_not, why_no_mega
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
-from moe_oracle.rules.engine import EngineConversion, EngineProfile, EngineSupport
+from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineConversion, EngineProfile, EngineSupport
 
 VERSION = "0.5.23"
 _SRC = "sglang 0.5.23 wheel: srt/layers/moe/mega_moe.py, srt/layers/quantization/fp8.py, srt/arg_groups"
@@ -167,10 +168,103 @@ NVFP4_ONLINE = EngineConversion(
     ),
 )
 
+#: the library entry a software profile lists when moe-oracle's plug-in runs inside the engine
+PLUGIN_LIBRARY = "moe_oracle"
+_PLUGIN = "moe-oracle's SGLang plug-in (engines/sglang/plugin.py: FusedMoE replaced through HookRegistry)"
+_HOOKS = "sglang 0.5.23 srt/plugins/__init__.py:104-141 (load_plugins), srt/plugins/hook_registry.py (REPLACE)"
+
+
+def _plugin_reads(sc: Scenario) -> bool:
+    """SGLang 0.5.23 creates the experts with a quant method whose parameters the plug-in reads
+    (``engines/bridge.py`` SGLANG_PARAMS): ``Fp8MoEMethod`` block-128 (FP8, or MXFP4 routed experts of the
+    architectures SGLang marks as FP4, ``fp8.py:1604-1720``) and the unquantized method (BF16)."""
+    fmt = sc.group.weight_format
+    if fmt is WeightFormat.MXFP4:
+        return sc.architecture in FP4_EXPERT_ARCHS
+    return fmt in (WeightFormat.FP8_BLOCK, WeightFormat.BF16)
+
+
+_MOE_ORACLE = EngineSupport(
+    engine="sglang",
+    version=VERSION,
+    backend="*",
+    variants=("*",),
+    unsupported="the variant declares no runtime class",
+    remediation="Use a variant with a runtime class.",
+    route=MOE_ORACLE_ROUTE,
+    checks=(
+        c.scenario_predicate(
+            ReasonCode.ENGINE_UNSUPPORTED,
+            lambda sc: PLUGIN_LIBRARY in sc.software.libraries,
+            rule="moe-oracle's SGLang plug-in is installed (the software lists moe_oracle)",
+            message=lambda sc: (
+                f"software '{sc.software.name}' has no moe-oracle plug-in: SGLang {VERSION} alone runs this variant "
+                "only through --moe-a2a-backend megamoe"
+            ),
+            remediation="Install moe-oracle next to SGLang (--software sglang-0.5.23+moe-oracle).",
+            sources=(_HOOKS,),
+        ),
+        c.scenario_predicate(
+            ReasonCode.MODEL_CLASS_UNSUPPORTED,
+            lambda sc: sglang_plugin_serves(sc.architecture) and not _rocm(sc),
+            rule="the model's routed experts are SGLang's FusedMoE (NVIDIA), which the plug-in replaces",
+            message=lambda sc: (
+                f"SGLang {VERSION}: "
+                + (
+                    "on ROCm SGLang's quant methods create AITER-padded expert parameters "
+                    "(layers/quantization/fp8.py get_moe_weight_sizes), which the plug-in does not read"
+                    if _rocm(sc) and sglang_plugin_serves(sc.architecture)
+                    else sglang_plugin_why_not(sc.architecture or sc.model_type)
+                )
+            ),
+            remediation="Serve this model with SGLang's own MoE backends, or with --engine vllm.",
+            sources=(_HOOKS, "moe_oracle/engine_gates/model_classes.py SGLANG_FUSED_MOE"),
+        ),
+        c.scenario_predicate(
+            ReasonCode.EP_SIZE_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.ep == sc.deployment.parallel.moe_group_size,
+            rule="ep == tp * dp (SGLang --ep-size equal to --tp-size: each rank holds whole experts)",
+            message=lambda sc: (
+                f"ep={sc.deployment.parallel.ep} with tp*dp={sc.deployment.parallel.moe_group_size}: SGLang then "
+                "shards every expert over the MoE TP group, and the fused kernels keep experts whole"
+            ),
+            remediation="Use --ep equal to tp*dp (SGLang --tp-size N --ep-size N).",
+            sources=(_PLUGIN,),
+        ),
+        tp_one(
+            "tp == 1 (attention data parallel: --attn-dp-size equal to --tp-size)",
+            "through the plug-in the fused kernel dispatches each rank's tokens itself, and attention-TP ranks hold "
+            "the same tokens",
+            "Use --tp 1 --dp N (SGLang --tp-size N --attn-dp-size N --ep-size N).",
+            (_PLUGIN,),
+        ),
+        pp_one("the plug-in is validated with one pipeline stage", (_PLUGIN,), "Drop --pp-size."),
+        no_eplb(
+            "no EPLB (logical expert ids, linear placement)",
+            ": SGLang then routes to physical (redundant) expert slots, which moe-oracle's runtime does not map",
+            (_PLUGIN,),
+            "Drop --enable-eplb.",
+        ),
+        c.scenario_predicate(
+            ReasonCode.QUANT_UNSUPPORTED,
+            _plugin_reads,
+            rule="SGLang creates the experts with a quant method the plug-in reads (FP8 block-128, BF16, MXFP4 "
+            "routed experts of " + ", ".join(FP4_EXPERT_ARCHS) + ")",
+            message=lambda sc: (
+                f"{sc.group.weight_quant.label()} experts of {sc.architecture or sc.model_type}: no SGLang {VERSION} "
+                "quant method layout the plug-in reads"
+            ),
+            remediation="Serve this model with SGLang's own MoE backends.",
+            sources=(_PLUGIN, "sglang 0.5.23 srt/layers/quantization/fp8.py:1544-1760 (create_fp8_moe_weight_)"),
+        ),
+    ),
+    sources=(_HOOKS,),
+)
+
 PROFILE = EngineProfile(
     engine="sglang",
     version=VERSION,
-    supports=(_DEEP_GEMM, _AITER),
+    supports=(_DEEP_GEMM, _AITER, _MOE_ORACLE),
     moe_backend_flag="--moe-a2a-backend",
     conversions=(DSV4_FP4_DEQUANT, NVFP4_ONLINE),
 )

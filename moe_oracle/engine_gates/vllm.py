@@ -13,6 +13,7 @@ Two routes reach a fused kernel in vLLM 0.33:
 
 from __future__ import annotations
 
+from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
 from moe_oracle.engine_gates.model_classes import calls_mega, plugin_serves, plugin_why_not, why_no_mega
 from moe_oracle.model.types import Scoring, WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
@@ -78,39 +79,6 @@ def _fp4_experts(backend: str) -> object:
     )
 
 
-def _tp_one(rule: str, why: str, remediation: str, sources: tuple[str, ...]) -> object:
-    return c.scenario_predicate(
-        ReasonCode.TP_UNSUPPORTED,
-        lambda sc: sc.deployment.parallel.tp == 1,
-        rule=rule,
-        message=lambda sc: f"tp={sc.deployment.parallel.tp}: {why}",
-        remediation=remediation,
-        sources=sources,
-    )
-
-
-def _pp_one(why: str, sources: tuple[str, ...]) -> object:
-    return c.scenario_predicate(
-        ReasonCode.PP_UNSUPPORTED,
-        lambda sc: sc.deployment.parallel.pp == 1,
-        rule="pp == 1",
-        message=lambda sc: f"pp={sc.deployment.parallel.pp}: {why}",
-        remediation="Drop --pipeline-parallel-size.",
-        sources=sources,
-    )
-
-
-def _no_eplb(rule: str, why: str, sources: tuple[str, ...]) -> object:
-    return c.scenario_predicate(
-        ReasonCode.EPLB_UNSUPPORTED,
-        lambda sc: not sc.deployment.parallel.eplb,
-        rule=rule,
-        message=lambda sc: f"EPLB is enabled{why}",
-        remediation="Drop --enable-eplb.",
-        sources=sources,
-    )
-
-
 _DEEP_GEMM = EngineSupport(
     engine="vllm",
     version=VERSION,
@@ -160,13 +128,13 @@ _AITER = EngineSupport(
         _dsv4_only("aiter_mega_moe"),
         _ep_enabled("aiter_mega_moe"),
         _fp4_experts("aiter_mega_moe"),
-        _tp_one(
+        tp_one(
             "tp == 1",
             "AITER MegaMoE requires data parallel attention with expert parallel MoE and TP=1",
             "Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
             ("vllm-0.33.md §3.1 rule 3",),
         ),
-        _pp_one("AITER MegaMoE requires PP=1", ("vllm-0.33.md §3.1 rule 3",)),
+        pp_one("AITER MegaMoE requires PP=1", ("vllm-0.33.md §3.1 rule 3",)),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
             lambda sc: sc.deployment.parallel.all2all_backend in (None, *MORI_BACKENDS),
@@ -177,7 +145,7 @@ _AITER = EngineSupport(
             remediation="Use --all2all-backend mori_high_throughput.",
             sources=("vllm-0.33.md §3.1 rule 4",),
         ),
-        _no_eplb("no EPLB", "; AITER MegaMoE does not support it", ("vllm-0.33.md §3.1 rule 5",)),
+        no_eplb("no EPLB", "; AITER MegaMoE does not support it", ("vllm-0.33.md §3.1 rule 5",)),
         c.scenario_predicate(
             ReasonCode.ENGINE_UNSUPPORTED,
             lambda sc: all(
@@ -250,15 +218,15 @@ _MOE_ORACLE = EngineSupport(
             remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
             sources=("vllm-0.33.md §2.10",),
         ),
-        _tp_one(
+        tp_one(
             "tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
             "through the plug-in the fused kernel dispatches each rank's tokens itself, and TP ranks hold the "
             "same tokens",
             "Use --tensor-parallel-size 1 --data-parallel-size N --enable-expert-parallel.",
             (_PLUGIN,),
         ),
-        _pp_one("the plug-in is validated with one pipeline stage", (_PLUGIN,)),
-        _no_eplb(
+        pp_one("the plug-in is validated with one pipeline stage", (_PLUGIN,)),
+        no_eplb(
             "no EPLB (logical expert ids, linear placement)",
             ": vLLM then routes to physical (redundant) expert slots, which moe-oracle's runtime does not map",
             (_PLUGIN, "vllm-0.33.md §2.4 (EPLB hooks)"),

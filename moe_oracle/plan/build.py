@@ -70,6 +70,7 @@ class PlanContext:
     backend: str | None
     variant: str | None
     user_env: dict[str, str]
+    memory_fraction: float | None = None  # --memory-fraction: the engine's memory share the fit assumed
 
 
 @dataclass
@@ -353,6 +354,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         backend=backend,
         variant=variant,
         user_env=dict(req.env),
+        memory_fraction=req.memory_fraction,
     )
     parts: EngineParts = eng.build(ctx)
     fit = plan_fit(description, active, active_dep, parts.derived, req.memory_fraction)

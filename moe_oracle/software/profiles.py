@@ -98,6 +98,16 @@ def _profile_vllm_033() -> SoftwareProfile:
     )
 
 
+def _with_plugin(
+    base: SoftwareProfile, name: str, description: str, deep_gemm: LibraryBuild, engine: str
+) -> SoftwareProfile:
+    """``base`` with moe-oracle's plug-in for ``engine`` and the DeepGEMM build its runtime uses."""
+    libraries = dict(base.libraries)
+    libraries["deep_gemm"] = deep_gemm
+    libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist=f"moe-oracle ({engine} plug-in)", version=None)
+    return SoftwareProfile(name=name, description=description, libraries=libraries)
+
+
 def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
     """vLLM 0.33.0 with moe-oracle's plug-in and a DeepGEMM build that has the SM90 mega kernels.
 
@@ -107,8 +117,7 @@ def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
     """
     base = _profile_vllm_033()
     vendored = base.libraries["deep_gemm"]
-    libraries = dict(base.libraries)
-    libraries["deep_gemm"] = LibraryBuild(
+    deep_gemm = LibraryBuild(
         name="deep_gemm",
         dist="DeepGEMM PR #323 build in site-packages (SM90), vLLM's vendored 2.8.1 (SM100)",
         version=None,
@@ -119,12 +128,13 @@ def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
         note="kernels.md §0: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds (PR #411 names its kernel "
         "fp8_mxfp4_mega_moe); vllm-0.33.md §5.1 site-packages first",
     )
-    libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist="moe-oracle (vLLM plug-in)", version=None)
-    return SoftwareProfile(
-        name="vllm-0.33.0+moe-oracle",
-        description="vLLM 0.33.0 + moe-oracle's plug-in (its runtime inside vLLM) + a DeepGEMM build with the "
+    return _with_plugin(
+        base,
+        "vllm-0.33.0+moe-oracle",
+        "vLLM 0.33.0 + moe-oracle's plug-in (its runtime inside vLLM) + a DeepGEMM build with the "
         "SM90 mega kernels (PR #323) in site-packages.",
-        libraries=libraries,
+        deep_gemm,
+        "vLLM",
     )
 
 
@@ -152,6 +162,34 @@ def _profile_sglang_0523() -> SoftwareProfile:
     )
 
 
+def _profile_sglang_0523_moe_oracle() -> SoftwareProfile:
+    """SGLang 0.5.23 with moe-oracle's plug-in and a DeepGEMM build that has the SM90 FP8xFP4 mega kernel.
+
+    SGLang imports DeepGEMM as the module ``deep_gemm``, which sgl-deep-gemm 0.2.3.post2 provides; the
+    PR #323 build installs the same module, so it takes sgl-deep-gemm's place for SGLang's own DeepGEMM
+    calls too (``note`` says what that leaves unverified).
+    """
+    base = _profile_sglang_0523()
+    deep_gemm = LibraryBuild(
+        name="deep_gemm",
+        dist="DeepGEMM PR #323 build in place of sgl-deep-gemm 0.2.3.post2 (one deep_gemm module)",
+        version=None,
+        symbols=base.libraries["deep_gemm"].symbols | _SM90_FP4_DG,
+        builds=frozenset({"deepgemm-pr323", "sgl-deep-gemm-0.2.3.post2"}),
+        note="kernels.md §0: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds; no sgl-deep-gemm release has it. "
+        "Unverified: SGLang's own DeepGEMM calls (dense FP8 GEMMs) with the PR #323 module instead of "
+        "sgl-deep-gemm's",
+    )
+    return _with_plugin(
+        base,
+        "sglang-0.5.23+moe-oracle",
+        "SGLang 0.5.23 + moe-oracle's plug-in (its runtime inside SGLang, entry point sglang.srt.plugins) + a "
+        "DeepGEMM build with the SM90 FP8xFP4 mega kernel (PR #323).",
+        deep_gemm,
+        "SGLang",
+    )
+
+
 def _profile_none() -> SoftwareProfile:
     return SoftwareProfile(name="none", description="No kernel library present.")
 
@@ -161,6 +199,7 @@ _FACTORIES = {
     "vllm-0.33.0": _profile_vllm_033,
     "vllm-0.33.0+moe-oracle": _profile_vllm_033_moe_oracle,
     "sglang-0.5.23": _profile_sglang_0523,
+    "sglang-0.5.23+moe-oracle": _profile_sglang_0523_moe_oracle,
     "none": _profile_none,
 }
 

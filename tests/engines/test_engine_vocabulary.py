@@ -162,7 +162,7 @@ def test_sglang_environment_variables_exist_with_their_defaults(sglang_wheel: Wh
         assert f"({expected})" in literal, (name, literal)
     mega = sglang_wheel.text("sglang/srt/arg_groups/mega_moe_hook.py")
     assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK" in mega and "chunked_prefill_size" in mega
-    assert set(SF.EMITTED_ENV) <= set(SF.ENGINE_ENV) | set(SF.LIBRARY_ENV)
+    assert set(SF.EMITTED_ENV) <= set(SF.ENGINE_ENV) | set(SF.LIBRARY_ENV) | set(SF.PLUGIN_ENV)
 
 
 # --- per model class (engine_gates/model_classes.py) -------------------------------------------

@@ -407,3 +407,33 @@ def test_sglang_every_multi_node_command_listens_beyond_localhost() -> None:
             assert flag(list(cmd.argv), "--host") == "0.0.0.0", (model, cmd.where)
     single = plan("zai-org/GLM-5-FP8", "sglang", device="h200", dp=8, ep=8)
     assert "--host" not in single.commands[0].argv
+
+
+# --- SGLang through moe-oracle's plug-in -------------------------------------------------------
+
+
+def test_sglang_h200_serves_dsv4_pro_mxfp4_through_the_plugin() -> None:
+    """Issue 23: SGLang alone reaches the SM90 mega kernel only after dequantizing MXFP4 to FP8 (twice the expert
+    bytes); moe-oracle's plug-in runs sm90_fp8xfp4 on the MXFP4 experts. The launch loads the plug-in
+    (SGLANG_PLUGINS), pins the variant, and sets no --moe-a2a-backend (SGLang's router and shared experts stay)."""
+    p = build_plan(
+        PlanRequest(
+            model="deepseek-ai/DeepSeek-V4-Pro",
+            flags=DeploymentFlags(device="h200", dp=8, ep=8, max_num_batched_tokens=1024),
+            engine=Engine.SGLANG,
+            memory_fraction=0.93,
+        )
+    )
+    assert (p.backend, p.variant) == ("deep_gemm_mega_moe", "sm90_fp8xfp4")
+    assert p.software.startswith("sglang-0.5.23+moe-oracle")
+    assert p.env == {"SGLANG_PLUGINS": "moe_oracle", "MOE_ORACLE_SGLANG_BACKEND": "deep_gemm_mega_moe:sm90_fp8xfp4"}
+    assert "--moe-a2a-backend" not in p.argv
+    assert flag(p.argv, "--mem-fraction-static") == "0.93" and flag(p.argv, "--ep-size") == "8"
+    assert derived(p, "deepgemm_num_max_tokens_per_rank") == 1152
+    assert any("moe-oracle's runtime serves layer group(s)" in n for n in p.notes)
+    assert any("PR #323" in n for n in p.notes)
+
+
+def test_sglang_alone_keeps_its_own_megamoe_command() -> None:
+    p = plan(GLM, "sglang", device="h200", dp=8, ep=8, software="sglang-0.5.23")
+    assert flag(p.argv, "--moe-a2a-backend") == "megamoe" and "SGLANG_PLUGINS" not in p.env

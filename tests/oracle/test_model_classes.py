@@ -14,6 +14,7 @@ GLM47_FLASH = "tests/fixtures/models/trimmed--GLM-4.7-Flash"
 SM90_FP8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
 SM100_FP4 = "deep_gemm_mega_moe:sm100_fp8xfp4"
 A8W4 = "aiter_mega_moe:gfx950_a8w4"
+PLUGIN = "sglang-0.5.23+moe-oracle"
 
 
 def _model_class_reasons(d) -> list:
@@ -28,7 +29,7 @@ def _fp8(architecture: str):
 
 @pytest.mark.parametrize("architecture", ["Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "MixtralForCausalLM"])
 def test_sglang_megamoe_is_not_named_for_a_block_without_a_mega_forward(architecture: str) -> None:
-    d = run(_fp8(architecture), "h200", dp=8, ep=8, engine="sglang")
+    d = run(_fp8(architecture), "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23")
     assert "MODEL_CLASS_UNSUPPORTED" in codes(d, SM90_FP8)
     assert chosen(d) is None
     (r,) = _model_class_reasons(d)
@@ -59,9 +60,28 @@ def test_unknown_architecture_gets_no_mega_claim() -> None:
 def test_real_glm4_configs_on_sglang() -> None:
     for model in (GLM45_AIR, GLM47_FLASH):
         for device in ("h200", "b200"):
-            d = run(model, device, dp=8, ep=8, engine="sglang")
+            d = run(model, device, dp=8, ep=8, engine="sglang", software="sglang-0.5.23")
             assert all(g.chosen is None for g in d.groups), (model, device)
     assert chosen(run(GLM5_FP8, "h200", dp=8, ep=8, engine="sglang")) == SM90_FP8
+
+
+@pytest.mark.parametrize("architecture", ["Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM", "MixtralForCausalLM"])
+def test_sglang_plugin_serves_a_fused_moe_block_without_a_mega_forward(architecture: str) -> None:
+    """Where SGLang's own megamoe never runs, moe-oracle's plug-in (the default sglang profile) serves the block."""
+    from moe_oracle.engines.routes import group_routes
+
+    d = run(_fp8(architecture), "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
+    assert chosen(d) == SM90_FP8
+    assert {r.route for r in group_routes(d)} == {"moe-oracle"}
+    assert MC.sglang_plugin_serves(architecture)
+
+
+def test_sglang_plugin_refuses_a_block_it_does_not_replace() -> None:
+    d = run(_fp8("GptOssForCausalLM"), "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
+    assert chosen(d) is None
+    assert "does not build its experts as the FusedMoE the plug-in replaces" in MC.sglang_plugin_why_not(
+        "GptOssForCausalLM"
+    )
 
 
 def _native_codes(model) -> list[str]:
@@ -125,3 +145,19 @@ def test_every_family_of_the_reference_has_a_row_in_both_tables() -> None:
     for table in MC.TABLES.values():
         archs = [a for row in table for a in row.architectures]
         assert len(archs) == len(set(archs))
+
+
+def test_sglang_plugin_route_needs_the_plugin_installed() -> None:
+    d = run(_fp8("Glm4MoeForCausalLM"), "h200", dp=8, ep=8, engine="sglang", software="sglang-0.5.23")
+    assert chosen(d) is None
+    (c,) = [c for c in d.main.candidates if c.spec.key == SM90_FP8]
+    assert c.failures  # SGLang's own megamoe route: its block never calls it; the plug-in route: not installed
+
+
+def test_dsv4_pro_on_8xh200_runs_sm90_fp8xfp4_through_the_sglang_plugin() -> None:
+    """The issue's case: SGLang alone dequantizes MXFP4 to FP8 (double the expert bytes); the plug-in keeps MXFP4."""
+    from moe_oracle.engines.routes import group_routes
+
+    d = run("deepseek-ai/DeepSeek-V4-Pro", "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
+    assert chosen(d) == "deep_gemm_mega_moe:sm90_fp8xfp4"
+    assert {r.route for r in group_routes(d) if r.key} == {"moe-oracle"}

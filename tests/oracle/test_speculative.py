@@ -63,10 +63,13 @@ def test_glm51_nvfp4_on_b200_is_served_by_the_nvfp4_mega_path(engine: Engine) ->
     assert (plan.backend, plan.variant) == ("deep_gemm_mega_moe", "sm100_nvfp4")
     if engine is Engine.SGLANG:
         assert plan.commands[0].argv[-2:] == ("--moe-a2a-backend", "megamoe")
-        # with the BF16 MTP layer built, SGLang has no fused path for it, so none serves every group
+        # with the BF16 MTP layer built, SGLang's megamoe (one flag for every layer) has no path for it: moe-oracle's
+        # plug-in serves the MTP group and SGLang's default MoE the NVFP4 one, without --moe-a2a-backend
         spec = _plan(GLM51_NVFP4, engine, "mtp")
-        assert spec.backend is None
-        assert [g["chosen"] for g in spec.groups if g["name"] == "mtp"] == [None]
+        assert "--moe-a2a-backend" not in spec.commands[0].argv
+        env = dict(spec.commands[0].env)
+        assert env["SGLANG_PLUGINS"] == "moe_oracle"
+        assert json.loads(env["MOE_ORACLE_SGLANG_BACKEND"]) == {"moe": "sglang", "mtp": "deep_gemm_mega_moe:sm100_bf16"}
 
 
 def test_vllm_plan_speculative_flag_is_quoted_json() -> None:

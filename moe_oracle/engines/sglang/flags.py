@@ -35,6 +35,7 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--speculative-num-draft-tokens",
     "--moe-runner-backend",
     "--quantization",
+    "--mem-fraction-static",
 )
 
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
@@ -48,12 +49,23 @@ ENGINE_ENV: dict[str, str] = {
     "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR": "8192",
     "SGLANG_USE_AITER": "0",
     "SGLANG_DSV4_FP4_DEQUANT": "0",
+    "SGLANG_PLUGINS": '""',
 }
 LIBRARY_ENV: dict[str, str] = {
     "MORI_SHMEM_HEAP_SIZE": "read by MoRI (amd-mori) at mori.shmem init; SGLang's mega_moe_flydsl.py calls "
     "shmem_torch_process_group_init without setting it (MoRI's own default heap is smaller than MegaMoEV2 needs)",
 }
+#: moe-oracle's own variables, read by its SGLang plug-in (``engines/sglang/shipped.py``).
+PLUGIN_ENV: dict[str, str] = {
+    "MOE_ORACLE_SGLANG_BACKEND": "the operator's choice: auto, sglang, backend:variant, emulation:<variant>, or a "
+    "JSON object of per-layer-group pins",
+}
+#: The entry-point name of moe-oracle's plug-in in the group ``sglang.srt.plugins`` (pyproject.toml); the
+#: value plans give ``SGLANG_PLUGINS`` (which restricts the general plug-ins SGLang loads).
+PLUGIN_NAME = "moe_oracle"
 EMITTED_ENV: tuple[str, ...] = (
+    "SGLANG_PLUGINS",
+    "MOE_ORACLE_SGLANG_BACKEND",
     "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK",
     "SGLANG_USE_AITER",
     "SGLANG_DSV4_FP4_DEQUANT",

@@ -13,9 +13,11 @@ size the MoRI heap, so the plan does.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
 from moe_oracle.engine_gates.sglang import PROFILE
+from moe_oracle.engines.routes import GroupRoute, backend_pins, group_routes
 from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
 from moe_oracle.errors import BadInputError
@@ -23,9 +25,16 @@ from moe_oracle.model.types import MoELayerGroup, WeightFormat
 from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, Layout
-from moe_oracle.plan.resources import aiter_capacities, choose_mori_heap, derive_aiter_mtpr, derive_mori_heap, formula
+from moe_oracle.plan.resources import (
+    aiter_capacities,
+    choose_mori_heap,
+    derive_aiter_mtpr,
+    derive_deepgemm,
+    derive_mori_heap,
+    formula,
+)
 from moe_oracle.plan.speculative import speculative_argv, speculative_notes
-from moe_oracle.rules.engine import EngineConversion
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineConversion
 from moe_oracle.spec.deployment import Deployment
 
 #: The DeepGEMM build SGLang 0.5.23 pins (``sglang-0.5.23.dist-info/METADATA``: sgl-deep-gemm==0.2.3.post2).
@@ -229,6 +238,70 @@ def _lossy_offers(ctx: PlanContext) -> list[str]:
     return offers
 
 
+def _runtime_groups(ctx: PlanContext) -> list[GroupRoute]:
+    """The layer groups moe-oracle's runtime serves inside SGLang (the plug-in's route), in decision order."""
+    return [r for r in group_routes(ctx.decision) if r.route == MOE_ORACLE_ROUTE]
+
+
+def _mixed_note(ctx: PlanContext, runtime: list[GroupRoute]) -> list[str]:
+    """SGLang's megamoe is one flag for every MoE layer (``--moe-a2a-backend``): with a group on the plug-in,
+    the groups whose choice is SGLang's own megamoe run its default MoE instead (pinned ``sglang``)."""
+    served = {r.name for r in runtime}
+    native = [r for r in group_routes(ctx.decision) if r.route == ENGINE_ROUTE and r.name not in served]
+    if not native:
+        return []
+    names = ", ".join(f"{r.name} ({r.key})" for r in native)
+    return [
+        f"Layer group(s) {names} would run SGLang's own megamoe, but --moe-a2a-backend megamoe applies to every MoE "
+        "layer and would take the layers moe-oracle's plug-in serves: they run SGLang's default MoE instead "
+        "(pinned 'sglang'). Pin every group to SGLang (MOE_ORACLE_SGLANG_BACKEND=sglang) and pass "
+        "--moe-a2a-backend megamoe to prefer SGLang's megamoe for them."
+    ]
+
+
+def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], notes: list[str]) -> list[Derived]:
+    """The plug-in's environment (``SGLANG_PLUGINS``, ``MOE_ORACLE_SGLANG_BACKEND``) and the DeepGEMM buffer
+    moe-oracle's runtime allocates (one per shape, at model construction: before SGLang sizes its KV cache)."""
+    par = ctx.deployment.parallel
+    pins = backend_pins(ctx.decision, runtime)
+    env["SGLANG_PLUGINS"] = F.PLUGIN_NAME
+    env["MOE_ORACLE_SGLANG_BACKEND"] = pins if isinstance(pins, str) else json.dumps(pins, separators=(",", ":"))
+    served = ", ".join(f"{r.name} ({r.key})" for r in runtime)
+    others = [g.group.name for g in ctx.decision.groups if g.group.name not in {r.name for r in runtime}]
+    notes.append(
+        f"moe-oracle's runtime serves layer group(s) {served} inside SGLang: moe-oracle's plug-in (entry point "
+        f"{F.PLUGIN_NAME} in the group sglang.srt.plugins, installed with moe-oracle; SGLANG_PLUGINS={F.PLUGIN_NAME} "
+        "loads it and no other general plug-in) decides with the same rules in the launching process, refuses an "
+        "explicit MOE_ORACLE_SGLANG_BACKEND that does not hold before any weight loads, and ships the decision "
+        "to every scheduler process; there SGLang's FusedMoE is replaced through its HookRegistry, SGLang's quant "
+        "method loads the checkpoint, and the experts move into the kernel layout after loading. No "
+        "--moe-a2a-backend: SGLang's router and shared experts stay as they are."
+    )
+    if others:
+        notes.append(f"SGLang's own MoE serves layer group(s) {', '.join(others)} (pinned 'sglang').")
+    notes.extend(_mixed_note(ctx, runtime))
+    sm90 = ctx.deployment.device.arch.value == "sm90"
+    derived: list[Derived] = []
+    for shape in distinct_shapes(ctx.decision):
+        derived += derive_deepgemm(
+            flavour="sm90" if sm90 else "sm100",
+            shape=shape,
+            ranks=par.ep,
+            tokens_per_rank=par.max_num_batched_tokens,
+            tokens_origin="per-rank prefill chunk (--chunked-prefill-size / --attn-dp-size); moe-oracle sizes one "
+            "buffer per shape, allocated at model construction (before SGLang sizes its KV cache with "
+            "--mem-fraction-static)",
+            env=ctx.user_env,
+        )
+    if sm90:
+        notes.append(
+            "Install a DeepGEMM build with the SM90 FP8xFP4 mega kernel (_C.fp8_fp4_mega_moe_sm90, DeepGEMM PR #323) "
+            "into SGLang's environment: it provides the deep_gemm module in place of sgl-deep-gemm 0.2.3.post2, "
+            "which has no SM90 FP4 kernel. Unverified: SGLang's own DeepGEMM calls with that build."
+        )
+    return derived
+
+
 def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
     """``--moe-runner-backend marlin`` where NVFP4 experts run on a pre-Blackwell GPU: SGLang's NVFP4 MoE method
     raises there unless the runner is ``auto`` or ``marlin`` (``layers/quantization/modelopt_quant.py:2377-2386``),
@@ -263,14 +336,19 @@ def build(ctx: PlanContext) -> EngineParts:
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
     argv += ["--chunked-prefill-size", str(chunk)]
+    if ctx.memory_fraction is not None:  # the share the memory fit assumed (else SGLang picks its own)
+        argv += ["--mem-fraction-static", f"{ctx.memory_fraction:g}"]
     amd = dep.device.vendor.value == "amd"
-    if ctx.backend is not None:
+    runtime = _runtime_groups(ctx)
+    if runtime:
+        derived += _plugin(ctx, runtime, env, notes)
+    elif ctx.backend is not None:
         argv += ["--moe-a2a-backend", "megamoe"]
-    if ctx.backend == "deep_gemm_mega_moe":
-        derived += _deep_gemm(ctx, chunk, tp_size, env, notes)
-        argv += [word for own in _engine_conversions(ctx) for word in own.argv]
-    elif ctx.backend == "aiter_mega_moe":
-        derived += _aiter(ctx, chunk, env, notes)
+        if ctx.backend == "deep_gemm_mega_moe":
+            derived += _deep_gemm(ctx, chunk, tp_size, env, notes)
+            argv += [word for own in _engine_conversions(ctx) for word in own.argv]
+        elif ctx.backend == "aiter_mega_moe":
+            derived += _aiter(ctx, chunk, env, notes)
     if par.eplb:
         argv.append("--enable-eplb")
     argv += speculative_argv(ctx)
@@ -282,7 +360,7 @@ def build(ctx: PlanContext) -> EngineParts:
     total = per_rank_total(derived, dep.device.memory_gib)
     if total is not None:
         derived.append(total)
-    if ctx.backend is None:
+    if ctx.backend is None and not runtime:
         notes.append(
             "No --moe-a2a-backend megamoe: SGLang's default MoE path serves the MoE layers; see the reasons above."
         )

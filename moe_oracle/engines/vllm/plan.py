@@ -77,14 +77,10 @@ def _runtime_groups(ctx: PlanContext) -> list:
 
 
 def backend_pins(ctx: PlanContext, runtime: list) -> str | dict[str, str]:
-    """``moe_oracle.backend`` for the plug-in: one variant when every layer group runs it, else one pin per
-    layer group (a variant, or ``vllm`` for a group vLLM's own MoE serves)."""
-    by_name = {r.name: r.key.split("+")[0] for r in runtime}
-    pins = {g.group.name: by_name.get(g.group.name, "vllm") for g in ctx.decision.groups}
-    values = set(pins.values())
-    if len(values) == 1 and "vllm" not in values:
-        return values.pop()
-    return pins
+    """``moe_oracle.backend`` for the plug-in (:func:`moe_oracle.engines.routes.backend_pins`)."""
+    from moe_oracle.engines.routes import backend_pins as pins
+
+    return pins(ctx.decision, runtime)
 
 
 def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes: list[str], shapes: list) -> list[str]:

@@ -9,101 +9,28 @@ Torch-free and vLLM-free: the config hook and ``moe-oracle plan`` both use it.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
-from moe_oracle.engine_gates.vllm import PROFILE
-from moe_oracle.engines.vllm.shipped import LayerPlan
-from moe_oracle.rules import Reason, Scenario, Status
-from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
+from moe_oracle.engines.routes import (
+    GroupRoute,
+    candidate_route,
+    group_routes,
+    layer_plan,
+    plugin_reasons,
+    route_reasons,
+)
+from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
 
-
-@dataclass(frozen=True)
-class GroupRoute:
-    """One layer group: what serves it in vLLM and why."""
-
-    name: str
-    layers: tuple[int, ...]
-    route: str | None  # "engine", "moe-oracle", or None: vLLM's own (non-fused) MoE
-    key: str | None  # the chosen candidate's key
-    plan: LayerPlan | None
-    why: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "layers": list(self.layers),
-            "runs": {ENGINE_ROUTE: "vllm-native", MOE_ORACLE_ROUTE: "moe-oracle", None: "vllm"}[self.route],
-            "variant": self.key,
-            "layer_plan": None if self.plan is None else self.plan.to_json(),
-            "why": self.why,
-        }
-
-
-def _scenario(decision: Any, gd: Any, candidate: Any) -> Scenario:
-    group = gd.group
-    if candidate.conversion is not None:
-        group = group.model_copy(update={"weight_quant": candidate.conversion.target})
-    return Scenario(
-        group,
-        decision.deployment,
-        decision.software,
-        decision.engine,
-        decision.model.architecture,
-        decision.model.model_type,
-    )
-
-
-def candidate_route(decision: Any, gd: Any, candidate: Any) -> str | None:
-    """The first route whose rules pass for ``candidate`` (the engine's own first), or None."""
-    support = PROFILE.route(candidate.spec, _scenario(decision, gd, candidate))
-    return None if support is None else support.route
-
-
-def route_reasons(decision: Any, gd: Any, candidate: Any, route: str) -> list[Reason]:
-    """Failures of ``candidate`` on one route alone: that route's engine rules first, then its kernel's."""
-    sc = _scenario(decision, gd, candidate)
-    out: list[Reason] = []
-    for support in PROFILE.routes(candidate.spec):
-        if support.route == route:
-            out += [r for r in support.evaluate(candidate.spec, sc) if r.status is Status.FAIL]
-    return out + [r for r in candidate.spec.evaluate(sc) if r.status is Status.FAIL]
-
-
-def plugin_reasons(decision: Any, gd: Any, candidate: Any) -> list[Reason]:
-    """Failures of moe-oracle's route alone for ``candidate`` (an explicit plug-in request needs it)."""
-    return route_reasons(decision, gd, candidate, MOE_ORACLE_ROUTE)
-
-
-def layer_plan(
-    decision: Any, gd: Any, candidate: Any, *, emulate: bool = False, allow_lossy: bool = False
-) -> LayerPlan:
-    conv = candidate.conversion
-    return LayerPlan(
-        group=gd.group,
-        variant=candidate.spec.key,
-        max_tokens_per_rank=decision.deployment.parallel.tokens_per_rank,
-        emulate=emulate,
-        convert_from=None if conv is None else conv.source.value,
-        allow_lossy=allow_lossy,
-    )
-
-
-def group_routes(decision: Any, *, emulate: bool = False) -> list[GroupRoute]:
-    """Every layer group's route under automatic selection (the chosen candidate; none: vLLM's own MoE)."""
-    out = []
-    for gd in decision.groups:
-        c = gd.chosen
-        if c is None:
-            out.append(GroupRoute(gd.group.name, gd.group.layers, None, None, None, gd.fallback or "no fused backend"))
-            continue
-        route = candidate_route(decision, gd, c)
-        plan = None
-        if route == MOE_ORACLE_ROUTE:
-            plan = layer_plan(decision, gd, c, emulate=emulate, allow_lossy=decision.conversion.allow_lossy)
-        why = "vLLM's own code path" if route == ENGINE_ROUTE else "moe-oracle's runtime (vLLM plug-in)"
-        out.append(GroupRoute(gd.group.name, gd.group.layers, route, c.key, plan, why))
-    return out
+__all__ = [
+    "GroupRoute",
+    "candidate_route",
+    "group_routes",
+    "layer_plan",
+    "plugin_reasons",
+    "refusal_lines",
+    "route_reasons",
+    "vllm_fix",
+]
 
 
 #: moe-oracle CLI spellings in remediation texts -> what ``vllm serve`` accepts

@@ -1,0 +1,132 @@
+"""Which route serves each layer group of an engine's decision, and the plan a plug-in ships for it.
+
+A chosen variant reaches an engine either through the engine's own code (vLLM ``--moe-backend``,
+SGLang ``--moe-a2a-backend megamoe``: one value for the whole model) or through moe-oracle's
+runtime (the engine's plug-in, per layer group); the routes and their rules are the engine's
+profile (:mod:`moe_oracle.engine_gates`). Torch-free and engine-free: the plug-ins' start-up hooks and
+``moe-oracle plan`` both use it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from moe_oracle.engine_gates import engine_profile
+from moe_oracle.engines.layer_plan import LayerPlan
+from moe_oracle.rules import Reason, Scenario, Status
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile
+
+_TITLES = {"vllm": "vLLM", "sglang": "SGLang"}
+
+
+def _profile(decision: Any) -> EngineProfile:
+    profile = engine_profile(decision.engine)
+    if profile is None:
+        raise ValueError(f"engine {decision.engine.value} has no routes (a plug-in serves vLLM or SGLang)")
+    return profile
+
+
+@dataclass(frozen=True)
+class GroupRoute:
+    """One layer group: what serves it in vLLM and why."""
+
+    name: str
+    layers: tuple[int, ...]
+    route: str | None  # "engine", "moe-oracle", or None: the engine's own (non-fused) MoE
+    key: str | None  # the chosen candidate's key
+    plan: LayerPlan | None
+    why: str
+    engine: str = "vllm"
+
+    def to_json(self) -> dict[str, Any]:
+        own = self.engine
+        return {
+            "name": self.name,
+            "layers": list(self.layers),
+            "runs": {ENGINE_ROUTE: f"{own}-native", MOE_ORACLE_ROUTE: "moe-oracle", None: own}[self.route],
+            "variant": self.key,
+            "layer_plan": None if self.plan is None else self.plan.to_json(),
+            "why": self.why,
+        }
+
+
+def _scenario(decision: Any, gd: Any, candidate: Any) -> Scenario:
+    group = gd.group
+    if candidate.conversion is not None:
+        group = group.model_copy(update={"weight_quant": candidate.conversion.target})
+    return Scenario(
+        group,
+        decision.deployment,
+        decision.software,
+        decision.engine,
+        decision.model.architecture,
+        decision.model.model_type,
+    )
+
+
+def candidate_route(decision: Any, gd: Any, candidate: Any) -> str | None:
+    """The first route whose rules pass for ``candidate`` (the engine's own first), or None."""
+    support = _profile(decision).route(candidate.spec, _scenario(decision, gd, candidate))
+    return None if support is None else support.route
+
+
+def route_reasons(decision: Any, gd: Any, candidate: Any, route: str) -> list[Reason]:
+    """Failures of ``candidate`` on one route alone: that route's engine rules first, then its kernel's."""
+    sc = _scenario(decision, gd, candidate)
+    out: list[Reason] = []
+    for support in _profile(decision).routes(candidate.spec):
+        if support.route == route:
+            out += [r for r in support.evaluate(candidate.spec, sc) if r.status is Status.FAIL]
+    return out + [r for r in candidate.spec.evaluate(sc) if r.status is Status.FAIL]
+
+
+def plugin_reasons(decision: Any, gd: Any, candidate: Any) -> list[Reason]:
+    """Failures of moe-oracle's route alone for ``candidate`` (an explicit plug-in request needs it)."""
+    return route_reasons(decision, gd, candidate, MOE_ORACLE_ROUTE)
+
+
+def layer_plan(
+    decision: Any, gd: Any, candidate: Any, *, emulate: bool = False, allow_lossy: bool = False
+) -> LayerPlan:
+    conv = candidate.conversion
+    return LayerPlan(
+        group=gd.group,
+        variant=candidate.spec.key,
+        max_tokens_per_rank=decision.deployment.parallel.tokens_per_rank,
+        emulate=emulate,
+        convert_from=None if conv is None else conv.source.value,
+        allow_lossy=allow_lossy,
+    )
+
+
+def group_routes(decision: Any, *, emulate: bool = False) -> list[GroupRoute]:
+    """Every layer group's route under automatic selection (the chosen candidate; none: the engine's own MoE)."""
+    own = decision.engine.value
+    title = _TITLES.get(own, own)
+    out = []
+    for gd in decision.groups:
+        c = gd.chosen
+        if c is None:
+            fallback = gd.fallback or "no fused backend"
+            out.append(GroupRoute(gd.group.name, gd.group.layers, None, None, None, fallback, engine=own))
+            continue
+        route = candidate_route(decision, gd, c)
+        plan = None
+        if route == MOE_ORACLE_ROUTE:
+            plan = layer_plan(decision, gd, c, emulate=emulate, allow_lossy=decision.conversion.allow_lossy)
+        why = f"{title}'s own code path" if route == ENGINE_ROUTE else f"moe-oracle's runtime ({title} plug-in)"
+        out.append(GroupRoute(gd.group.name, gd.group.layers, route, c.key, plan, why, engine=own))
+    return out
+
+
+def backend_pins(decision: Any, runtime: list[GroupRoute]) -> str | dict[str, str]:
+    """The plug-in's backend request: one variant when every layer group runs it through moe-oracle, else one
+    pin per layer group (a variant, or the engine's name for a group the engine's own MoE serves)."""
+    own = decision.engine.value
+    by_name = {r.name: (r.key or "").split("+")[0] for r in runtime}
+    pins = {g.group.name: by_name.get(g.group.name, own) for g in decision.groups}
+    values = set(pins.values())
+    if len(values) == 1 and own not in values:
+        return values.pop()
+    return pins
