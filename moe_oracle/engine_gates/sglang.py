@@ -190,7 +190,7 @@ _MOE_ORACLE = EngineSupport(
     backend="*",
     variants=("*",),
     unsupported="the variant declares no runtime class",
-    remediation="Use a variant with a runtime class.",
+    remediation="Pin a variant that has a runtime class in MOE_ORACLE_SGLANG_BACKEND (moe-oracle list backends).",
     route=MOE_ORACLE_ROUTE,
     checks=(
         c.scenario_predicate(
@@ -254,7 +254,7 @@ _MOE_ORACLE = EngineSupport(
                 f"{sc.group.weight_quant.label()} experts of {sc.architecture or sc.model_type}: no SGLang {VERSION} "
                 "quant method layout the plug-in reads"
             ),
-            remediation="Serve this model with SGLang's own MoE backends.",
+            remediation="Pin this layer group to 'sglang' in MOE_ORACLE_SGLANG_BACKEND (SGLang's own MoE serves it).",
             sources=(_PLUGIN, "sglang 0.5.23 srt/layers/quantization/fp8.py:1544-1760 (create_fp8_moe_weight_)"),
         ),
     ),
