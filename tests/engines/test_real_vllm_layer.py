@@ -37,6 +37,7 @@ from moe_oracle.engines.vllm import plugin as P  # noqa: E402
 from moe_oracle.engines.vllm.shipped import KEY, plan_for_layer  # noqa: E402
 
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 GLM_LAYER = 1  # first_k_dense_replace 1: layer 1 is the MoE layer
 FP8_BOUND = 3e-3  # the twin tolerance of FP8 experts (calc_diff), as tests/engines/test_vllm_bridge.py
 
@@ -157,7 +158,6 @@ def _v4_config(expert_dtype: str) -> dict[str, Any]:
     return cfg
 
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 #: what the scaled Qwen3-MoE and MiniMax-M2 keep of their real configs: architecture, routing, quantization
 SCALED = dict(hidden_size=512, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4, head_dim=128,
               vocab_size=1024, num_experts_per_tok=4, max_position_embeddings=4096)  # fmt: skip
@@ -579,6 +579,14 @@ def test_the_table_is_logged_once_at_info_and_at_debug_in_each_of_several_api_se
     engine_config(models["glm"], "emulation:sm90_fp8xfp8", _api_process_count=2, _api_process_rank=1)
     assert records and {r.levelno for r in records} == {logging.DEBUG}
     assert sum("validated" in r.getMessage() for r in records) == 1
+    # vllm serve --data-parallel-size 8: the parent builds the config with 8 API servers and rank -1
+    # (entrypoints/cli/serve.py:309-313), then each API server with its rank: one INFO table per server
+    for rank, level in ((-1, logging.INFO), *((r, logging.DEBUG) for r in range(8))):
+        records.clear()
+        engine_config(models["glm"], "emulation:sm90_fp8xfp8", data_parallel_size=8, enable_expert_parallel=True,
+                      _api_process_count=8, _api_process_rank=rank)  # fmt: skip
+        assert sum("validated" in r.getMessage() for r in records) == 1
+        assert {r.levelno for r in records} == {level}, rank
 
 
 def test_a_vllm_version_outside_the_range_leaves_vllm_alone_with_a_warning(
@@ -666,3 +674,83 @@ def test_qwen3_moe_and_minimax_m2_blocks_through_moe_oracle_match_the_fp32_refer
     assert y.shape == x.shape and y.dtype == torch.bfloat16
     ref = reference_moe(x, ref_ids, ref_w, experts, group.activation)
     assert calc_diff(y.float(), ref) < FP8_BOUND, calc_diff(y.float(), ref)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 21: an explicit choice is never ignored; every input is checked; the hook's own cost
+# ---------------------------------------------------------------------------------------------
+
+
+def _refusal(call: Any) -> str:
+    with pytest.raises(ValueError) as err:  # pydantic wraps the hook's PluginRefusal into its ValidationError
+        call()
+    refusal = P.refusal_in(err.value)
+    assert refusal is not None, err.value
+    return str(refusal)
+
+
+@pytest.mark.parametrize(
+    ("env", "extra", "needle"),
+    [
+        ({"MOE_ORACLE_VLLM_BACKEND": "garbage"}, None, "MOE_ORACLE_VLLM_BACKEND = 'garbage' names no variant"),
+        ({"MOE_ORACLE_DOMAIN_SIZE": "abc"}, None, "MOE_ORACLE_DOMAIN_SIZE='abc' is not a whole number"),
+        ({"MOE_ORACLE_VLLM_PLUGIN": "maybe"}, None, "MOE_ORACLE_VLLM_PLUGIN='maybe' is neither on nor off"),
+        ({}, {"plan": "garbage"}, "additional_config['moe_oracle']['plan'] = 'garbage'"),
+        ({}, {"backend": "x" * 100_000}, "characters)"),
+    ],
+)
+def test_every_input_is_checked_before_the_config_is_accepted(
+    models: dict[str, str], h200: None, oot: type, monkeypatch: pytest.MonkeyPatch, env: dict, extra: Any, needle: str
+) -> None:
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    kw = {} if extra is None else {"additional_config": {KEY: extra}}
+    line = _refusal(lambda: engine_config(models["glm"], **kw))
+    assert needle in line and "\n" not in line and len(line) < 400, line[:300]
+
+
+def test_an_explicit_choice_on_an_architecture_the_layer_cannot_serve_is_refused(
+    tmp_path: Path, h200: None, oot: type, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Llama-4 (router weight on the input): its hook runs too, and an explicit variant is refused, never ignored."""
+    cfg = json.loads((FIXTURES / "meta-llama--Llama-4-Scout-17B-16E-Instruct" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    from vllm.model_executor.models.config import MODELS_CONFIG_MAP
+
+    assert getattr(MODELS_CONFIG_MAP.get("Llama4ForConditionalGeneration"), "_moe_oracle_wrapped", False)
+    line = _refusal(lambda: engine_config(str(tmp_path), "emulation:sm90_fp8xfp8"))
+    assert "moe_oracle.backend=emulation:sm90_fp8xfp8" in line or "cannot describe" in line, line[:300]
+    monkeypatch.setenv("MOE_ORACLE_VLLM_BACKEND", "deep_gemm_mega_moe:sm90_fp8xfp8")
+    assert "cannot" in _refusal(lambda: engine_config(str(tmp_path)))
+
+
+def test_the_hooks_own_cost_is_under_half_a_second(models: dict[str, str]) -> None:
+    """In a fresh process (every cache cold, as in each of vLLM's DP + 1 config-building processes): the CPU time
+    ``create_engine_config`` spends inside the plug-in's hook, against the whole call without the plug-in."""
+    code = f"""
+import os, sys, time
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+os.environ["MOE_ORACLE_VLLM_DEVICE"] = "h200"
+from vllm.engine.arg_utils import EngineArgs
+from moe_oracle.engines.vllm import plugin as P
+spent = []
+apply = P.apply_to_vllm_config
+def timed(cfg, arch):
+    t = time.process_time()
+    try:
+        return apply(cfg, arch)
+    finally:
+        spent.append(time.process_time() - t)
+P.apply_to_vllm_config = timed
+extra = {{"moe_oracle": {{"backend": "emulation:sm90_fp8xfp8"}}}}
+args = EngineArgs(model={models["glm"]!r}, load_format="dummy", skip_tokenizer_init=True, data_parallel_size=8,
+                  enable_expert_parallel=True, additional_config=extra)
+t = time.process_time()
+args.create_engine_config()
+print(sum(spent), time.process_time() - t)
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    hook, whole = (float(v) for v in out.stdout.split()[-2:])
+    print(f"hook {hook:.3f} s CPU of create_engine_config {whole:.3f} s CPU")
+    assert 0 < hook < 0.5, (hook, whole)

@@ -77,12 +77,15 @@ class Request:
 
     def label(self) -> str:
         """The request as the operator wrote it, for the table and refusals."""
+
+        def spelled(pin: str) -> str:
+            if not self.emulate or pin == "vllm":
+                return pin
+            return f"emulation:{pin[2:] if pin.startswith('*:') else pin}"
+
         if self.groups is None:
-            return f"moe_oracle.backend={'emulation:' if self.emulate else ''}{self.backend}"
-        pins = ", ".join(
-            f"{k}={'emulation:' if self.emulate and v != 'vllm' else ''}{v}" for k, v in self.groups.items()
-        )
-        return f"moe_oracle.backend={{{pins}}}"
+            return f"moe_oracle.backend={spelled(self.backend)}"
+        return f"moe_oracle.backend={{{', '.join(f'{k}={spelled(v)}' for k, v in self.groups.items())}}}"
 
 
 def _backend_value(raw: Any, where: str) -> tuple[str, bool]:
