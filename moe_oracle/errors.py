@@ -42,6 +42,26 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     return text[: keep - keep // 3] + "..." + text[len(text) - keep // 3 :] + size
 
 
+#: The most characters of an error line's message and of its fix; a single word longer than
+#: :data:`EXCERPT_CHARS` (an input echoed whole) is cut in the middle first.
+MAX_MESSAGE_CHARS = 1500
+MAX_FIX_CHARS = 600
+
+
+def bounded_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs collapsed), each overlong word cut to a bounded excerpt and the
+    whole cut to ``limit`` characters with a count of the rest: the safety net under every error line."""
+    words = []
+    for word in text.split():
+        if len(word) > 2 * EXCERPT_CHARS:
+            word = f"{word[: EXCERPT_CHARS - 10]}...{word[-20:]} ({len(word)} characters)"
+        words.append(word)
+    line = " ".join(words)
+    if len(line) > limit:
+        line = f"{line[: limit - 40].rstrip()} ... ({len(line) - limit + 40} more characters)"
+    return line
+
+
 class OracleError(Exception):
     """Base class: a failure with a one-line message and an exit code."""
 
@@ -53,9 +73,9 @@ class OracleError(Exception):
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
-        text = " ".join(self.message.split())
+        text = bounded_line(self.message, MAX_MESSAGE_CHARS)
         if self.fix:
-            text += f" Fix: {' '.join(self.fix.split())}"
+            text += f" Fix: {bounded_line(self.fix, MAX_FIX_CHARS)}"
         return text
 
 
@@ -86,6 +106,11 @@ class DeploymentDoesNotFitError(BadInputError):
 
 
 class OverrideRefusedError(OracleError):
-    """An explicit ``--moe-backend`` that cannot run on this deployment."""
+    """An explicit ``--moe-backend`` that cannot run on this deployment: a short line per layer group in the
+    message, every reason with its fix in ``trail`` (``select --all-reasons`` prints it)."""
 
     exit_code = ExitCode.OVERRIDE_REFUSED
+
+    def __init__(self, message: str, *, fix: str | None = None, trail: tuple[str, ...] = ()) -> None:
+        self.trail = trail
+        super().__init__(message, fix=fix)

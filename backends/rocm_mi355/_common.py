@@ -41,7 +41,7 @@ def common_checks() -> tuple[Check, ...]:
         ),
         c.weight_format(
             mxfp4,
-            wants="mxfp4 g32 e8m0",
+            wants="mxfp4 g32 ue8m0",
             remediation="Use an MXFP4-expert checkpoint (DeepSeek V4 release format).",
             sources=(AITER_SRC, "vllm-0.33.md §3.1 rule 6 (expert_dtype fp4)"),
         ),

@@ -14,7 +14,7 @@ import click
 
 from moe_oracle import __version__
 from moe_oracle.cli.streams import discard_pending_output, is_output_failure, prepare_streams, say
-from moe_oracle.errors import ExitCode, OracleError
+from moe_oracle.errors import MAX_MESSAGE_CHARS, ExitCode, OracleError, bounded_line
 
 
 class LazyGroup(click.Group):
@@ -78,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
             fix="redirect it instead of closing it (> FILE, or > /dev/null to discard it)",
         )
         return int(ExitCode.BAD_INPUT)
+    if not args:  # a bare `moe-oracle` is asking what it can do: the help, not a usage error
+        args = ["--help"]
     try:
         # standalone_mode=False: click returns ctx.exit() codes instead of calling sys.exit
         code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False)
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         ctx = getattr(exc, "ctx", None)
         if ctx is not None:
             hint = f" (see: {ctx.command_path} --help)"
-        text = " ".join(exc.format_message().split())
+        text = bounded_line(exc.format_message(), MAX_MESSAGE_CHARS)
         if "is not in the range" in text:
             text += " Fix: pass a value inside that range"
         _fail(text + hint, as_json, ExitCode.BAD_INPUT)
@@ -149,8 +151,8 @@ def _fail(
             "error": message,
             "exit_code": int(code),
             "kind": type(exc).__name__ if exc is not None else ("InternalError" if code == 1 else "UsageError"),
-            "message": exc.message if exc is not None else message,
-            "fix": exc.fix if exc is not None else None,
+            "message": bounded_line(exc.message, MAX_MESSAGE_CHARS) if exc is not None else message,
+            "fix": bounded_line(exc.fix, MAX_MESSAGE_CHARS) if exc is not None and exc.fix else None,
         }
         if not say(json.dumps(doc, indent=2), err=False):
             discard_pending_output()

@@ -19,7 +19,7 @@ from moe_oracle.cli.options import (
     manual_options,
     question_options,
 )
-from moe_oracle.errors import BadInputError, ExitCode, excerpt
+from moe_oracle.errors import BadInputError, ExitCode, OverrideRefusedError, excerpt
 from moe_oracle.rules import Engine
 
 ENGINES = [e.value for e in Engine]
@@ -91,17 +91,23 @@ def select(model: str | None, **kw: Any) -> None:
         click.echo(f"warning: {line}", err=True)
     workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
     software, origin = resolve_engine_software(software_name, flags.device, engine.value)
-    decision = decide(
-        description,
-        deployment,
-        software,
-        engine=engine,
-        override=override,
-        allow_fallback=allow_fallback,
-        advisories=advisories,
-        workload=workload,
-        conversion=conversion,
-    )
+    try:
+        decision = decide(
+            description,
+            deployment,
+            software,
+            engine=engine,
+            override=override,
+            allow_fallback=allow_fallback,
+            advisories=advisories,
+            workload=workload,
+            conversion=conversion,
+        )
+    except OverrideRefusedError as exc:
+        if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
+            for line in exc.trail:
+                click.echo(f"  {line}", err=True)
+        raise
     doc = decision_to_json(decision, advisories, origin)
     fit = _fit(decision, memory_fraction)
     doc["fit"] = fit.to_json()

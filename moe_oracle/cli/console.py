@@ -46,16 +46,30 @@ def console(file: Any = None) -> Any:
         def on_broken_pipe(self) -> None:  # rich's own handler exits with 1
             raise BrokenPipeError
 
+        def print(self, *objects: Any, **kwargs: Any) -> None:
+            """A line that starts with spaces keeps that indent on every line it wraps to."""
+            if len(objects) == 1 and isinstance(objects[0], str) and not kwargs:
+                text = objects[0]
+                indent = len(text) - len(text.lstrip(" "))
+                if indent and len(text) > self.width:
+                    from rich.text import Text
+
+                    body = Text.from_markup(text[indent:])
+                    for line in body.wrap(self, max(self.width - indent, 20), overflow="fold"):
+                        super().print(Text(" " * indent) + line, soft_wrap=True)
+                    return
+            super().print(*objects, **kwargs)
+
     stream = _NoTrailingSpaces(file if file is not None else sys.stdout)
     con = _Console(file=stream, width=output_width(), highlight=False, soft_wrap=False)
     return con
 
 
 def print_table(con: Any, table: Any) -> None:
-    """Print a rich table without breaking a word: each column is at least as wide as its longest word
-    (identifiers, commands, codes); a table that then cannot fit the terminal is printed at the width it
-    needs (the terminal wraps the long lines) rather than cut or folded mid-word."""
-    from rich.console import Console
+    """Print a rich table within the terminal's width without breaking a word: each column is at least as wide
+    as its longest word (identifiers, commands, codes). A table that then cannot fit is transposed: one block
+    per row, its first cell as the heading and each other cell as an indented ``column  value`` line wrapped
+    at word boundaries with its indent kept (:func:`print_records`), never cut."""
     from rich.measure import Measurement
     from rich.text import Text
 
@@ -73,8 +87,37 @@ def print_table(con: Any, table: Any) -> None:
     if needed <= con.width:
         con.print(table)
         return
-    wide = Console(file=con.file, width=needed, highlight=False, soft_wrap=False, color_system=con.color_system)
-    wide.print(table, crop=False)
+    print_records(con, table)
+
+
+def _plain(cell: Any) -> str:
+    from rich.text import Text
+
+    return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
+
+
+def print_records(con: Any, table: Any) -> None:
+    """``table`` transposed for a narrow terminal: per row, the first cell alone, then ``  header  value``
+    lines (headers padded to one width), values wrapped at spaces to the terminal with their indent kept."""
+    import textwrap
+
+    from rich.markup import escape
+
+    headers = [_plain(c.header) for c in table.columns]
+    cells = [[_plain(cell) for cell in column.cells] for column in table.columns]
+    pad = max((len(h) for h in headers[1:]), default=0)
+    indent = 2 + pad + 2
+    width = max(con.width, indent + 20)
+    for row in range(table.row_count):
+        con.print(escape(cells[0][row]) if cells else "", soft_wrap=True)
+        for header, column in zip(headers[1:], cells[1:], strict=True):
+            value = " ".join(column[row].split())
+            if not value:
+                continue
+            lines = textwrap.wrap(value, width - indent, break_long_words=False, break_on_hyphens=False) or [""]
+            con.print(escape(f"  {header:<{pad}}  {lines[0]}"), soft_wrap=True)
+            for line in lines[1:]:
+                con.print(escape(" " * indent + line), soft_wrap=True)
 
 
 def output_width(default: int = 120) -> int:

@@ -44,7 +44,7 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
     par, topo = dep.parallel, dep.topology
     con.print(
         f"[bold]{escape(decision.model.model)}[/bold] ({decision.model.architecture}) on "
-        f"{topo.world_size} x {dep.device.name} ({dep.device.arch.value}): {topo.nodes} node(s) x "
+        f"{topo.gpus_label(dep.device.name)} ({dep.device.arch.value}): {topo.nodes} node(s) x "
         f"{topo.gpus_per_node} GPUs, NVLink/XGMI domain {topo.domain_size}"
     )
     con.print(

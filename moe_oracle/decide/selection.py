@@ -206,7 +206,8 @@ def decide_with_override(
     _check_override_name(override, reg)
     groups: list[GroupDecision] = []
     warnings: list[str] = []
-    refusals: list[str] = []
+    refusals: list[tuple[str, str]] = []
+    trail: list[str] = []
     for g in decide_automatically(question, reg).groups:
         wanted = [
             c
@@ -219,24 +220,48 @@ def decide_with_override(
             groups.append(replace(g, candidates=ranked, chosen=ok, fallback=None))
             continue
         groups.append(g)
-        lines = [
-            f"{c.spec.key}: " + "; ".join(f"[{r.code.value}] {r.message} (fix: {r.remediation})" for r in c.failures)
-            for c in wanted
-        ]
+        where = f"layer group '{g.group.name}' (layers {layer_span(g.group.layers)})"
         if allow_fallback:
             instead = g.chosen.key if g.chosen else f"no fused backend ({g.fallback})"
             warnings.append(
-                f"--moe-backend {override} cannot run layer group '{g.group.name}' "
-                f"({'; '.join(lines)}); falling back to {instead}"
+                f"--moe-backend {override} cannot run {where} ({refusal_summary(wanted)}); falling back to {instead}"
             )
         else:
-            refusals.append(f"layer group '{g.group.name}' (layers {layer_span(g.group.layers)}): " + " | ".join(lines))
+            refusals.append((where, refusal_summary(wanted)))
+            trail.extend(
+                f"{where}: {c.key}: [{r.code.value}] {r.message} (fix: {r.remediation})"
+                for c in wanted
+                for r in c.failures
+            )
     if refusals:
         raise OverrideRefusedError(
-            f"--moe-backend {override} cannot run on this deployment: " + " || ".join(refusals),
-            fix="choose another backend, fix the deployment as each reason says, or pass --allow-fallback.",
+            f"--moe-backend {override} cannot run on this deployment: " + _per_group(refusals),
+            fix="choose another backend, fix the deployment as each reason says (select ... --all-reasons lists "
+            "every reason and its fix), or pass --allow-fallback.",
+            trail=tuple(trail),
         )
     return Decision(question, override, allow_fallback, tuple(groups), tuple(warnings))
+
+
+def refusal_summary(candidates: list[Candidate]) -> str:
+    """The candidates an override names, grouped by the codes that refuse them, each variant once:
+    ``sm100_fp8xfp4, sm100_bf16 [ARCH_UNSUPPORTED]; sm90_fp8xfp8 [QUANT_UNSUPPORTED]``."""
+    by_codes: dict[tuple[str, ...], list[str]] = {}
+    for cand in candidates:
+        codes = tuple(dict.fromkeys(r.code.value for r in cand.failures))
+        name = cand.key.split(":", 1)[-1]
+        names = by_codes.setdefault(codes, [])
+        if name not in names:
+            names.append(name)
+    return "; ".join(f"{', '.join(names)} [{'+'.join(codes)}]" for codes, names in by_codes.items())
+
+
+def _per_group(refusals: list[tuple[str, str]]) -> str:
+    """One short clause per layer group; groups refused for the same reasons share one clause."""
+    shared: dict[str, list[str]] = {}
+    for where, summary in refusals:
+        shared.setdefault(summary, []).append(where)
+    return " | ".join(f"{' and '.join(wheres)}: {summary}" for summary, wheres in shared.items())
 
 
 def _judge(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, ...]) -> list[Candidate]:

@@ -41,7 +41,7 @@ def fallback_path(
         }[group.weight_format.value]
         return (
             f"vLLM FusedMoE with --moe-backend auto: the {oracle} MoE oracle picks a non-fused kernel for "
-            f"{fmt} experts on {device.name} (all2all: --all2all-backend)"
+            f"{fmt} experts on {device.name}, its all2all backend as --all2all-backend sets it"
         )
     if engine is Engine.SGLANG:
         return (

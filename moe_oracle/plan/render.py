@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from moe_oracle.plan.derived import Derived
 from moe_oracle.plan.model import LaunchPlan
+from moe_oracle.spec.deployment import Topology
 
 
 def _engine_name(plan: LaunchPlan) -> str:
@@ -12,9 +13,8 @@ def _engine_name(plan: LaunchPlan) -> str:
 
 def headline(plan: LaunchPlan) -> str:
     req = plan.requested
-    world = req.nodes * req.gpus_per_node
-    where = f"{req.nodes} x {req.gpus_per_node}" if req.nodes > 1 else f"{world}"
-    return f"{plan.model} on {where} x {plan.device} ({plan.arch}) with {_engine_name(plan)}"
+    where = Topology(gpus_per_node=req.gpus_per_node, nodes=req.nodes, domain_size=req.domain_size)
+    return f"{plan.model} on {where.gpus_label(plan.device)} ({plan.arch}) with {_engine_name(plan)}"
 
 
 def summary_lines(plan: LaunchPlan) -> list[str]:
@@ -70,8 +70,8 @@ def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list
         out.append(f"rejected for layer group {plan.groups[0]['name']}:")
     for r in shown[:max_rejected]:
         first = r["reasons"][0]
-        more = r["codes"][1:]
-        tail = f" (also: {', '.join(dict.fromkeys(more))})" if more else ""
+        more = [code for code in dict.fromkeys(r["codes"]) if code != first["code"]]
+        tail = f" (also: {', '.join(more)})" if more else ""
         out.append(f"  {r['candidate']}: [{first['code']}] {first['message']}{tail}")
     if arch_only:
         out.append(f"  ARCH_UNSUPPORTED only (built for another GPU): {', '.join(arch_only)}")

@@ -1,4 +1,8 @@
-"""The terminal view: one table per device, scenarios as rows, variants as columns (120 columns).
+"""The terminal view: one table per device, scenarios as rows, variants as columns, as wide as the terminal.
+
+The variant columns are split over as many tables as the terminal's width needs (at 80 columns, two or
+three variants a table), each keeping the model, weights and topology columns, so that no identifier is
+cut and every cell stays under its own variant's header.
 
 Variants built for another architecture (``ARCH_UNSUPPORTED`` in every row of a device) are
 left out of that device's table and named on one line below it, the way ``select`` summarises
@@ -13,7 +17,7 @@ from moe_oracle.report import labels as L
 from moe_oracle.report.matrix import Cell, Matrix, Verdict
 from moe_oracle.report.scenarios import TOPOLOGIES
 
-WIDTH = 120
+WIDTH = 120  #: the width of the documented (piped) output
 _STYLE = {Verdict.SUPPORTED: "green", Verdict.UNVERIFIABLE: "yellow", Verdict.REJECTED: "red"}
 
 
@@ -26,13 +30,15 @@ def _cell_text(cell: Cell) -> Any:
     return Text(mark, style=_STYLE[cell.verdict] if not cell.other_arch else "dim")
 
 
-def _wrap(text: str) -> Any:
-    """Plain text wrapped at 119 columns with a two-space hanging indent."""
+def _wrap(text: str, width: int = WIDTH) -> Any:
+    """Plain text wrapped to ``width`` (less one column) with a two-space hanging indent."""
     import textwrap
 
     from rich.text import Text
 
-    return Text(textwrap.fill(text, width=119, subsequent_indent="  ", break_on_hyphens=False))
+    return Text(
+        textwrap.fill(text, width=width - 1, subsequent_indent="  ", break_on_hyphens=False, break_long_words=False)
+    )
 
 
 def _label_width(matrix: Matrix, rows: list[int]) -> int:
@@ -48,9 +54,12 @@ def _cell_width(matrix: Matrix, rows: list[int], j: int, cols: dict[str, str]) -
     return max(len(cols[v.key]), len(L.backend_label(v.backend)), *marks) + 3
 
 
-def _chunks(matrix: Matrix, rows: list[int], shown: list[int], cols: dict[str, str]) -> list[list[int]]:
-    """Split the variant columns so that each table fits in 120 columns (one table in the usual case)."""
-    budget = WIDTH - _label_width(matrix, rows)
+def _chunks(
+    matrix: Matrix, rows: list[int], shown: list[int], cols: dict[str, str], width: int = WIDTH
+) -> list[list[int]]:
+    """Split the variant columns so that each table fits in ``width`` columns (one table at 120 in the usual
+    case); a chunk holds at least one column."""
+    budget = width - _label_width(matrix, rows)
     chunks: list[list[int]] = [[]]
     used = 0
     for j in shown:
@@ -100,10 +109,12 @@ def render_table(matrix: Matrix, con: Any) -> None:
     cols = L.column_labels(matrix.variants)
     engines = sorted({sc.spec.engine.value for sc in matrix.scenarios})
     softwares = sorted({sc.spec.software.name for sc in matrix.scenarios})
+    width = con.width
     con.print(
         _wrap(
             f"Capability matrix: {len(matrix.variants)} variants x {len(matrix.scenarios)} scenarios "
-            f"(engine {', '.join(engines)}; software {', '.join(softwares)}), judged on each model's main layer group"
+            f"(engine {', '.join(engines)}; software {', '.join(softwares)}), judged on each model's main layer group",
+            width,
         )
     )
     con.print(
@@ -114,20 +125,22 @@ def render_table(matrix: Matrix, con: Any) -> None:
         con.print(
             _wrap(
                 "a4: accuracy class below standard (activations quantized to 4 bits), never chosen automatically "
-                "for a checkpoint without 4-bit activations (--allow-low-precision-activations allows it)"
+                "for a checkpoint without 4-bit activations (--allow-low-precision-activations allows it)",
+                width,
             )
         )
     used_topos = list(dict.fromkeys(sc.spec.topology.name for sc in matrix.scenarios))
     for name in used_topos:
-        con.print(_wrap(f"{name}: {TOPOLOGIES[name].summary}"))
+        con.print(_wrap(f"{name}: {TOPOLOGIES[name].summary}", width))
     for status, keys in L.validation_groups(matrix.variants):
-        con.print(_wrap(f"validation: {status}: {', '.join(keys)}"))
+        con.print(_wrap(f"validation: {status}: {', '.join(keys)}", width))
     no_fit = [sc.id for sc in matrix.scenarios if not sc.fits]
     if no_fit:
         con.print(
             _wrap(
                 f"memory: {len(no_fit)} scenario(s) cannot hold their weights, so nothing is the oracle's choice there "
-                f"(select shows the fit): {', '.join(no_fit)}"
+                f"(select shows the fit): {', '.join(no_fit)}",
+                width,
             )
         )
     used_codes: dict[str, str] = {}
@@ -140,25 +153,26 @@ def render_table(matrix: Matrix, con: Any) -> None:
             con.print(
                 _wrap(
                     f"no registered variant runs on {device.arch.value}: all {len(hidden)} are ARCH_UNSUPPORTED; "
-                    "every scenario uses the engine's non-fused MoE path"
+                    "every scenario uses the engine's non-fused MoE path",
+                    width,
                 )
             )
             used_codes["ARCH"] = "ARCH_UNSUPPORTED"
             continue
-        for chunk in _chunks(matrix, page.rows, shown, cols):
+        for chunk in _chunks(matrix, page.rows, shown, cols, width):
             for c in (matrix.cells[i][j] for i in page.rows for j in chunk):
                 if c.code is not None:
                     used_codes[L.short_code(c.code)] = c.code.value
             con.print(_table(matrix, page.rows, chunk, cols))
         if hidden:
             names = L.hidden_summary([matrix.variants[j] for j in hidden])
-            con.print(_wrap(f"not shown (ARCH_UNSUPPORTED on {device.arch.value}): {names}"))
+            con.print(_wrap(f"not shown (ARCH_UNSUPPORTED on {device.arch.value}): {names}", width))
             used_codes["ARCH"] = "ARCH_UNSUPPORTED"
     con.print()
     if used_codes:
         codes = ", ".join(f"{short}={full}" for short, full in sorted(used_codes.items()) if short != full)
         if codes:
-            con.print(_wrap(f"codes: {codes}"))
+            con.print(_wrap(f"codes: {codes}", width))
     con.print("every reason of every cell: --format json or html; one scenario in full: select ... --all-reasons")
     for ep, err in matrix.broken:
         con.print(f"[yellow]warning[/yellow]: backend entry point {escape(ep)} failed to load: {escape(err)}")

@@ -39,6 +39,10 @@ class Topology(_Frozen):
     nodes: Count = 1
     domain_size: Count = 8
 
+    def gpus_label(self, device: str) -> str:
+        """The GPUs in one spelling for every command: ``8 x b200`` on one node, ``2 x 8 x b200`` on several."""
+        return f"{self.nodes} x {self.gpus_per_node} x {device}" if self.nodes > 1 else f"{self.world_size} x {device}"
+
     @property
     def world_size(self) -> int:
         return self.gpus_per_node * self.nodes

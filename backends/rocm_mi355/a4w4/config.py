@@ -21,8 +21,8 @@ VARIANT = VariantSpec(
     variant="gfx950_a4w4",
     target="rocm_mi355",
     summary="MI355X MXFP4 x MXFP4 MegaMoEV2, EP16 over two nodes",
-    weights="mxfp4 g32 e8m0",
-    activations="MXFP4 (E2M1, E8M0 per 32), quantized in kernel",
+    weights="mxfp4 g32 ue8m0",
+    activations="MXFP4 (E2M1, UE8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a4w4')",
     recipe=Recipe(ActQuant.MXFP4, ActQuant.MXFP4, weight_before_l2=False),
     checks=(

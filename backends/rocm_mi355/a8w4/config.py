@@ -19,8 +19,8 @@ VARIANT = VariantSpec(
     variant="gfx950_a8w4",
     target="rocm_mi355",
     summary="MI355X MXFP8 x MXFP4 MegaMoEV2, intranode",
-    weights="mxfp4 g32 e8m0",
-    activations="MXFP8 (E4M3, E8M0 per 32), quantized in kernel",
+    weights="mxfp4 g32 ue8m0",
+    activations="MXFP8 (E4M3, UE8M0 per 32), quantized in kernel",
     kernel="aiter.ops.flydsl.kernels.mega_moe.MegaMoEV2(quant='a8w4')",
     recipe=Recipe(ActQuant.MXFP8, ActQuant.MXFP8, weight_before_l2=False),
     checks=(
