@@ -120,6 +120,26 @@ MINIMAL = {
 }
 
 
+def test_manual_description_says_what_it_assumed():
+    desc = manual_from_dict(MINIMAL, where="x.json")
+    assumed = [line.split(" not given")[0] for line in desc.assumptions]
+    assert assumed == [
+        "layer_groups[0].routing.scoring",
+        "layer_groups[0].routing.correction_bias",
+        "layer_groups[0].routing.renormalize",
+        "layer_groups[0].routing.weight_on_input",
+        "layer_groups[0].activation",
+        "layer_groups[0].expert_bias",
+    ]
+    stated = json.loads(json.dumps(MINIMAL))
+    stated["layer_groups"][0].update(
+        routing={"scoring": "softmax", "correction_bias": False, "renormalize": True, "weight_on_input": False},
+        activation={"kind": "swiglu"},
+        expert_bias=False,
+    )
+    assert manual_from_dict(stated).assumptions == ()
+
+
 def test_manual_minimal_defaults():
     desc = manual_from_dict(MINIMAL, where="x.json")
     g = desc.main_group
