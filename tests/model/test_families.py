@@ -231,3 +231,27 @@ def test_ernie_step_bailing_rules_on_reference_values():
         4,
         2.5,
     )
+
+
+def test_qwen2_moe_rule_on_qwen15_moe_values():
+    """Qwen1.5-MoE-A2.7B's values (no verbatim copy found): gated shared expert 5632 wide, no renormalization."""
+    config = {
+        "architectures": ["Qwen2MoeForCausalLM"],
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "norm_topk_prob": False,
+        "decoder_sparse_step": 1,
+        "num_hidden_layers": 24,
+        "hidden_act": "silu",
+    }
+    desc = describe_config(config)
+    g = desc.main_group
+    assert desc.family == "qwen2_moe" and g.layers == tuple(range(24))
+    assert (g.moe_intermediate_size, g.num_experts, g.top_k) == (1408, 60, 4)
+    assert (g.num_shared_experts, g.shared_intermediate_size, g.shared_expert_gate) == (1, 5632, True)
+    assert (g.routing.scoring, g.routing.correction_bias, g.routing.renormalize) == (Scoring.SOFTMAX, False, False)
