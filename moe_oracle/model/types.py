@@ -299,9 +299,11 @@ class MoELayerGroup(_Frozen):
         return self.num_shared_experts * self.moe_intermediate_size
 
     def expert_weight_bytes(self) -> int:
-        """Bytes of one routed expert's weights and scales as stored (w13 ``[2I, H]`` + w2 ``[H, I]``)."""
+        """Bytes of one routed expert's weights and scales as stored (w13 ``[2I, H]`` + w2 ``[H, I]``; a
+        squared-ReLU expert is not gated: ``[I, H]`` + ``[H, I]``)."""
         h, i, q = self.hidden_size, self.moe_intermediate_size, self.weight_quant
-        return linear_bytes(2 * i, h, q) + linear_bytes(h, i, q)
+        rows = i if self.activation.kind is ActivationKind.RELU2 else 2 * i
+        return linear_bytes(rows, h, q) + linear_bytes(h, i, q)
 
 
 def layer_span(layers: tuple[int, ...] | list[int]) -> str:

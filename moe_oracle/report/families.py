@@ -38,6 +38,7 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("Kimi-K2.5 INT4", "moonshotai--Kimi-K2.5"),
     ("Kimi-K3 (latent MoE, SiTU)", "moonshotai--Kimi-K3"),
     ("Gemma-4 (GELU experts)", "google--gemma-4-26B-A4B"),
+    ("Nemotron-H (ReLU² experts)", "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
 )
 
 

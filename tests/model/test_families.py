@@ -35,6 +35,7 @@ SHAPE = {
     "moonshotai--Kimi-K2.5": ("deepseek_v3", 60, 7168, 2048, 384, 8, 1, 2048, False),
     "google--gemma-4-26B-A4B": ("gemma4", 30, 2816, 704, 128, 8, 0, 0, False),
     "moonshotai--Kimi-K3": ("kimi_k3", 92, 3584, 3072, 896, 16, 2, 6144, False),
+    "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("nemotron_h", 23, 2688, 1856, 128, 6, 1, 3712, False),
 }
 # fixture -> (weights, activation, scoring, correction bias, renormalize, weight on input, expert bias)
 SEMANTICS = {
@@ -56,6 +57,7 @@ SEMANTICS = {
     "moonshotai--Kimi-K2.5": ("int4 g32 bf16", "swiglu", "sigmoid", True, True, False, False),
     "google--gemma-4-26B-A4B": ("bf16", "gelu", "softmax", False, True, False, False),
     "moonshotai--Kimi-K3": ("mxfp4 g32 ue8m0", "situ a4 b25", "sigmoid", True, True, False, False),
+    "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("bf16", "relu2", "sigmoid", True, True, False, False),
 }
 EXPECTED = {name: SHAPE[name] + SEMANTICS[name] for name in SHAPE}
 
@@ -255,3 +257,14 @@ def test_qwen2_moe_rule_on_qwen15_moe_values():
     assert (g.moe_intermediate_size, g.num_experts, g.top_k) == (1408, 60, 4)
     assert (g.num_shared_experts, g.shared_intermediate_size, g.shared_expert_gate) == (1, 5632, True)
     assert (g.routing.scoring, g.routing.correction_bias, g.routing.renormalize) == (Scoring.SOFTMAX, False, False)
+
+
+def test_nemotron_h_pattern_schedule_and_ungated_expert_bytes():
+    config, _ = fixture("nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    g = describe_config(config).main_group
+    assert g.layers == tuple(i for i, ch in enumerate(config["hybrid_override_pattern"]) if ch == "E")
+    assert g.expert_weight_bytes() == 2 * (2 * g.hidden_size * g.moe_intermediate_size)  # bf16 up + down only
+    config["hybrid_override_pattern"] = "ME"
+    with pytest.raises(ModelConfigError) as info:
+        describe_config(config, model_id="n")
+    assert_one_line(info.value, 'hybrid_override_pattern="ME"', "52 characters")

@@ -55,6 +55,8 @@ HIDDEN_LATENT = ("routed_expert_hidden_size", "hidden_size")  # Kimi-K3 latent M
 #: Activation keys and the activation kind each ``hidden_act`` value names.
 ACT = ("hidden_act",)
 ACT_GEMMA = ("hidden_activation", "hidden_act")
+ACT_NEMOTRON = ("mlp_hidden_act",)  # Nemotron-H: hidden_act is absent, mamba_hidden_act is the SSM's
+SHARED_WIDTH_NEMOTRON = ("moe_shared_expert_intermediate_size",)  # width of one shared expert
 ACTIVATIONS: dict[str, str] = {
     "silu": "swiglu",
     "swish": "swiglu",

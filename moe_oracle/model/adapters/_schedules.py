@@ -60,6 +60,17 @@ def step(view: ConfigView, n_layers: int) -> list[int]:
     return sorted(set(layers))
 
 
+def pattern(view: ConfigView, n_layers: int) -> list[int]:
+    """Nemotron-H: ``hybrid_override_pattern`` has one character per layer; ``E`` marks a MoE layer
+    (``M`` Mamba, ``*`` attention, ``-`` dense MLP)."""
+    path, value = view.lookup("hybrid_override_pattern") or (view.path("hybrid_override_pattern"), None)
+    if value is None:
+        raise view.missing("hybrid_override_pattern", "one character per layer (E = MoE, M = Mamba, * = attention)")
+    if not isinstance(value, str) or len(value) != n_layers:
+        raise view.error(path, value, f"expected a string of {n_layers} characters, one per layer (num_hidden_layers)")
+    return [i for i, ch in enumerate(value) if ch == "E"]
+
+
 def _layer_list(view: ConfigView, key: str, n_layers: int) -> set[int]:
     found = view.lookup(key)
     if found is None:
@@ -78,4 +89,5 @@ SCHEDULES: dict[str, Callable[[ConfigView, int], list[int]]] = {
     "llama4": llama4,
     "ernie": ernie,
     "step": step,
+    "pattern": pattern,
 }

@@ -225,6 +225,28 @@ KIMI_K3 = FamilyRules(
     ),
 )
 
+#: Nemotron-H MoE (Nemotron-3 Nano/Super/Ultra): squared-ReLU experts, not gated, which no mega-MoE kernel
+#: implements (families §0); MoE layers are the E's of hybrid_override_pattern.
+NEMOTRON_H = FamilyRules(
+    family="nemotron_h",
+    architecture="NemotronHForCausalLM",
+    naming="hf",
+    default_scoring=Scoring.SIGMOID,
+    forced_scoring=Scoring.SIGMOID,
+    bias="always",
+    default_renormalize=True,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_DEEPSEEK, width_keys=k.SHARED_WIDTH_NEMOTRON),
+    schedule="pattern",
+    activations=("relu2",),
+    act_keys=k.ACT_NEMOTRON,
+    moe_module="mixer",
+    implied=(
+        "sigmoid scores with a correction bias, DeepSeek-V3 style (unverified: the squared-ReLU activation alone "
+        "decides the kernels' verdict)",
+        "squared-ReLU experts are not gated: one up projection of width I, no gate half",
+    ),
+)
+
 #: (rules, architectures, model types) of every family above.
 FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (QWEN3_MOE, ("Qwen3MoeForCausalLM",), ("qwen3_moe",)),
@@ -245,6 +267,7 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (BAILING_MOE, ("BailingMoeV2ForCausalLM", "BailingMoeForCausalLM"), ("bailing_moe", "bailing_moe_v2")),
     (GEMMA4, ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"), ("gemma4", "gemma4_text")),
     (KIMI_K3, ("KimiK3ForConditionalGeneration",), ("kimi_k3",)),
+    (NEMOTRON_H, ("NemotronHForCausalLM",), ("nemotron_h",)),
 )
 
 
