@@ -25,6 +25,8 @@ import pytest
 
 sglang = pytest.importorskip("sglang")
 
+from moe_oracle.decide.question import ConversionOptions  # noqa: E402
+from moe_oracle.engine_gates import model_classes as MC  # noqa: E402
 from moe_oracle.errors import OracleError  # noqa: E402
 from moe_oracle.inputs import DeploymentFlags  # noqa: E402
 from moe_oracle.plan.build import PlanRequest, build_plan  # noqa: E402
@@ -33,6 +35,23 @@ from moe_oracle.plan.model import LaunchPlan  # noqa: E402
 from moe_oracle.rules import Engine  # noqa: E402
 
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
+#: Real configs of the families read beyond the presets (tests/fixtures/models, PROVENANCE.md there): model classes
+#: with and without a mega forward in SGLang 0.5.23 (engine_gates/model_classes.py SGLANG).
+FAMILY_FIXTURES = (
+    "reconstructed--GLM-4.5-Air",
+    "trimmed--GLM-4.7-Flash",
+    "reconstructed--GLM-4.7-NVFP4",
+    "zai-org--GLM-5.2",
+    "nvidia--GLM-5-NVFP4",
+    "moonshotai--Kimi-K2-Instruct",
+    "Qwen--Qwen3-30B-A3B-FP8",
+    "Qwen--Qwen3-235B-A22B-FP8",
+    "nvidia--Qwen3-235B-A22B-NVFP4",
+    "Qwen--Qwen3-Next-80B-A3B-Thinking",
+    "mistralai--Mixtral-8x7B-v0.1",
+    "MiniMaxAI--MiniMax-M2.5",
+)
 MODELS = (
     "deepseek-ai/DeepSeek-V4-Flash",
     "deepseek-ai/DeepSeek-V4-Pro",
@@ -103,6 +122,22 @@ def _plans() -> Iterator[tuple[str, PlanRequest]]:
                 for budget in BUDGETS:
                     dflags = DeploymentFlags(device=device, max_num_batched_tokens=budget, **flags)  # type: ignore[arg-type]
                     yield f"sweep:{model}:{device}:{label}:{budget}", PlanRequest(model, dflags, Engine.SGLANG)
+    for fixture in FAMILY_FIXTURES:
+        for device in DEVICES:
+            for label, flags in LAYOUTS[:2]:
+                dflags = DeploymentFlags(device=device, **flags)  # type: ignore[arg-type]
+                yield f"family:{fixture}:{device}:{label}", PlanRequest(str(FIXTURES / fixture), dflags, Engine.SGLANG)
+    # the flag-built groups and the opt-in conversion: MTP built with speculative decoding, online NVFP4
+    for model in ("nvidia/DeepSeek-V4-Flash-NVFP4", "nvidia/GLM-5.1-NVFP4", "zai-org/GLM-5-FP8"):
+        for device in ("h200", "b200"):
+            for spec in ("none", "mtp"):
+                dflags = DeploymentFlags(device=device, dp=8, ep=8, speculative=spec)
+                yield f"speculative:{model}:{device}:{spec}", PlanRequest(model, dflags, Engine.SGLANG)
+    lossy = ConversionOptions(allow_lossy=True)
+    for model in ("zai-org/GLM-5-FP8", str(FIXTURES / "moonshotai--Kimi-K2-Instruct")):
+        for device in ("h200", "b200"):
+            dflags = DeploymentFlags(device=device, dp=8, ep=8)
+            yield f"lossy:{model}:{device}", PlanRequest(model, dflags, Engine.SGLANG, conversion=lossy)
 
 
 PLANS = list(_plans())
@@ -126,7 +161,7 @@ def _argv(plan: LaunchPlan, argv: tuple[str, ...]) -> list[str]:
     assert argv[:3] == ("python3", "-m", "sglang.launch_server")
     out = []
     for a in argv[3:]:
-        a = _preset(a) if a == plan.model else a
+        a = _preset(a) if a == plan.model and Path(_preset(a)).is_dir() else a
         for name in plan.placeholders:
             a = a.replace("${" + name + "}", "10.0.0.1")
         out.append(a)
@@ -155,6 +190,73 @@ def _check_megamoe(plan: LaunchPlan, server_args: object) -> None:
         assert FL._mtpr() == int(dict(plan.commands[0].env)["SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR"])
         assert FL._capacities()
         COUNTS["flydsl capacity checks passed"] += 1
+
+
+_MEGA_CALL = ("forward_mega_moe", "run_mega_routed_experts", "_forward_mega_moe")
+
+
+def _check_paths(plan: LaunchPlan, view: object) -> None:
+    """The path SGLang takes is the path the plan names, layer group by layer group.
+
+    The model class: SGLang's registry resolves the architecture, and the MoE block the per-class table names
+    (engine_gates/model_classes.py) is SGLang's own class, whose source calls the mega path exactly when the plan
+    names megamoe. The launch: groups the plan marks unbuilt have no draft model (no --speculative-algorithm), groups
+    it decides are built; the quantization and runner the plan sets are what SGLang resolved."""
+    import importlib
+    import inspect
+
+    from sglang.srt.models.registry import ModelRegistry
+
+    megamoe = getattr(view, "moe_a2a_backend", None) == "megamoe"
+    assert megamoe == (plan.backend is not None), (plan.backend, view)
+    row = MC.model_class("sglang", plan.architecture)
+    if row is not None:
+        cls, _ = ModelRegistry.resolve_model_cls([plan.architecture])
+        module = importlib.import_module("sglang.srt." + row.source.split(":")[0].removesuffix(".py").replace("/", "."))
+        block = getattr(module, row.block)
+        calls = any(name in inspect.getsource(block) for name in _MEGA_CALL)
+        assert calls == row.mega, (plan.architecture, row.block)
+        assert any(row.block in inspect.getsource(importlib.import_module(k.__module__)) for k in cls.__mro__[:4]), cls
+        COUNTS[f"model class checked in SGLang's source ({'mega' if calls else 'no mega'} forward)"] += 1
+    if plan.backend is not None:
+        assert row is not None and row.mega, f"{plan.architecture}: megamoe named for a block without a mega forward"
+        COUNTS["plans naming megamoe whose block calls it"] += 1
+    spec = getattr(view, "speculative_algorithm", None)
+    for g in plan.groups:
+        if g.get("built") is False:
+            assert spec is None, g
+            COUNTS["layer groups the launch does not build (no draft model)"] += 1
+        elif g["name"].startswith("mtp"):
+            assert spec == "EAGLE", g
+            COUNTS["MTP layer groups built with --speculative-algorithm EAGLE"] += 1
+        if g.get("chosen") and plan.backend is not None:
+            assert g["chosen"].startswith(plan.backend + ":"), g
+            COUNTS["layer groups on the plan's megamoe path"] += 1
+    argv = plan.commands[0].argv
+    if "--quantization" in argv:
+        assert getattr(view, "quantization", None) == argv[argv.index("--quantization") + 1]
+        COUNTS["online NVFP4 (--quantization modelopt_fp4) kept by SGLang"] += 1
+    if "--moe-runner-backend" in argv:
+        assert getattr(view, "moe_runner_backend", None) == "marlin"
+        _check_nvfp4_runner(plan)
+
+
+def _check_nvfp4_runner(plan: LaunchPlan) -> None:
+    """SGLang's own NVFP4 MoE method accepts the planned runner on the plan's GPU, and refuses the one its DSv4
+    override would pick under auto (modelopt_quant.py:2377-2386)."""
+    from sglang.srt.layers.moe.utils import get_flags, resolve_moe_runner_backend
+    from sglang.srt.layers.quantization.modelopt_quant import ModelOptFp4Config, ModelOptNvFp4FusedMoEMethod
+    from sglang.srt.runtime_context import override_platform
+
+    config = ModelOptFp4Config(is_checkpoint_nvfp4_serialized=True, group_size=16)
+    with override_platform(**FACTS[plan.arch]):
+        get_flags().moe.runner_backend = resolve_moe_runner_backend("marlin")
+        ModelOptNvFp4FusedMoEMethod(config)
+        get_flags().moe.runner_backend = resolve_moe_runner_backend("flashinfer_trtllm_routed")
+        with pytest.raises(ValueError, match="does not support NVFP4"):
+            ModelOptNvFp4FusedMoEMethod(config)
+        get_flags().moe.runner_backend = None
+    COUNTS["NVFP4 on SM90: SGLang's MoE method accepts marlin, refuses flashinfer_trtllm_routed"] += 1
 
 
 def _check_sizes(plan: LaunchPlan) -> None:
@@ -214,8 +316,8 @@ def test_plan_passes_sglang(name: str, request_: PlanRequest) -> None:
             per_rank = _derived(plan, "sglang_prefill_tokens_per_rank")
             if per_rank and getattr(server_args, "_resolution_finished", False):
                 assert view.chunked_prefill_size == per_rank[0].value
+            _check_paths(plan, view)
             if plan.backend is not None:
-                assert view.moe_a2a_backend == "megamoe"
                 _check_megamoe(plan, server_args)
     _check_sizes(plan)
 
