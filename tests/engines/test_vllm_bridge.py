@@ -6,6 +6,8 @@ plug-in's RoutedExperts calls it (tests/engines/test_real_vllm.py, real vLLM 0.3
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -24,12 +26,19 @@ from moe_oracle.runtime.accuracy import random_masters, scaled_group
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.quantize import BF16, FP8_BLOCK_FP32, MXFP4, NVFP4, quantize_experts
 
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 CASES = [
     ("deepseek-ai/DeepSeek-V4-Flash", MXFP4, "deep_gemm_mega_moe:sm90_fp8xfp4"),
     ("zai-org/GLM-5-FP8", FP8_BLOCK_FP32, "deep_gemm_mega_moe:sm90_fp8xfp8"),
     ("nvidia/GLM-5.1-NVFP4", NVFP4, "deep_gemm_mega_moe:sm100_nvfp4"),
     ("zai-org/GLM-5", BF16, "deep_gemm_mega_moe:sm100_bf16"),
+    # issue 24: the quant methods the new families' checkpoints select in vLLM (families-2026-12.md §2.3)
+    (str(FIXTURES / "Qwen--Qwen3-235B-A22B-FP8"), FP8_BLOCK_FP32, "deep_gemm_mega_moe:sm90_fp8xfp8"),
+    (str(FIXTURES / "MiniMaxAI--MiniMax-M2.5"), FP8_BLOCK_FP32, "deep_gemm_mega_moe:sm90_fp8xfp8"),
+    (str(FIXTURES / "nvidia--Qwen3-235B-A22B-NVFP4"), NVFP4, "deep_gemm_mega_moe:sm100_nvfp4"),
+    (str(FIXTURES / "Qwen--Qwen3-30B-A3B"), BF16, "deep_gemm_mega_moe:sm100_bf16"),
 ]
+IDS = [f"{Path(c[0]).name.split('--')[-1]}-{c[2].split(':')[1]}" for c in CASES]
 
 
 def group_for(model: str, quant):
@@ -59,7 +68,7 @@ def as_vllm_params(experts, g) -> dict[str, torch.Tensor]:
     return out
 
 
-@pytest.mark.parametrize(("model", "quant", "variant"), CASES, ids=[c[2].split(":")[1] for c in CASES])
+@pytest.mark.parametrize(("model", "quant", "variant"), CASES, ids=IDS)
 def test_vllm_parameters_through_the_bridge_match_the_reference(model, quant, variant):
     g = group_for(model, quant)
     w13, w2 = random_masters(g, torch.Generator().manual_seed(3))
@@ -71,7 +80,8 @@ def test_vllm_parameters_through_the_bridge_match_the_reference(model, quant, va
     bridge = MegaMoEBridge.for_plan(plan, device="cpu")
     bridge.load(params)
     x = torch.randn(24, g.hidden_size, generator=torch.Generator().manual_seed(4)).bfloat16()
-    ids, w = route(g, torch.randn(24, g.num_experts), bias=0.1 * torch.randn(g.num_experts))
+    bias = 0.1 * torch.randn(g.num_experts) if g.routing.correction_bias else None
+    ids, w = route(g, torch.randn(24, g.num_experts), bias=bias)
     y = bridge.forward(x, w, ids.int())  # vLLM's argument order, int32 ids
     ref = reference_moe(x, ids, w, checkpoint_experts(params, quant), g.activation)
     assert y.shape == x.shape and y.dtype == torch.bfloat16
@@ -136,3 +146,34 @@ def test_block_m_hint_is_the_mean_tokens_per_ep_rank():
     assert bridge.block_m_hint(3, 8 * 3) == 3
     assert bridge.block_m_hint(1, 1 + 7 * 64) == 57  # ragged step: every rank passes the same mean
     assert bridge.block_m_hint(5, None) == 5
+
+
+@pytest.mark.gpu
+def test_qwen3_fp8_vllm_parameters_through_the_real_sm90_kernel() -> None:
+    """The bridge's vLLM-free half with the real SM90 FP8 kernel (H200): Qwen3-30B-A3B-FP8's full expert shape
+    (128 experts, H 2048, I 768, top-8) in vLLM's ``Fp8MoEMethod`` parameter layout, EP 1, against the twin."""
+    from moe_oracle.runtime.errors import BackendUnavailableError
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    g = resolve_model(str(FIXTURES / "Qwen--Qwen3-30B-A3B-FP8")).main_group
+    w13, w2 = random_masters(g, torch.Generator().manual_seed(3))
+    experts = quantize_experts(w13, w2, g.weight_quant)
+    params = {k: v.cuda() for k, v in as_vllm_params(experts, g).items()}
+    variant = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    try:
+        real = MegaMoEBridge.for_plan(LayerPlan(group=g, variant=variant, max_tokens_per_rank=512), device="cuda")
+    except BackendUnavailableError as exc:
+        pytest.skip(exc.one_line())
+    twin = MegaMoEBridge.for_plan(
+        LayerPlan(group=g, variant=variant, max_tokens_per_rank=512, emulate=True), device="cuda"
+    )
+    real.load(dict(params))
+    twin.load(dict(params))
+    for tokens in (1, 64, 512):
+        x = torch.randn(tokens, g.hidden_size, generator=torch.Generator().manual_seed(tokens)).bfloat16().cuda()
+        ids, w = route(g, torch.randn(tokens, g.num_experts).cuda())
+        y_real, y_twin = real.forward(x, w, ids.int()), twin.forward(x, w, ids.int())
+        ref = reference_moe(x, ids, w, checkpoint_experts(params, g.weight_quant), g.activation)
+        assert calc_diff(y_real.float(), y_twin.float()) < 3e-4, tokens
+        assert calc_diff(y_real.float(), ref) < 3e-3, tokens
