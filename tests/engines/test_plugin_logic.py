@@ -587,3 +587,17 @@ def test_an_uncaught_refusal_prints_one_line_without_a_traceback(capsys: pytest.
     other = RuntimeError("not ours")
     hook(RuntimeError, other, None)
     assert seen == [(RuntimeError, other, None)]
+
+
+def test_expert_substitution_keeps_the_plug_in_out() -> None:
+    """vLLM builds SubstitutedRoutedExperts for such checkpoints: the replacement by class name never reaches it."""
+    sub = {**V4, "approximate_experts": {"3": [0, 1]}}
+    auto = P.resolve(snap(hf_config=sub, device="h200", arch="sm90", software="all"))
+    assert auto.action == "keep" and auto.additional_config is None
+    assert "SubstitutedRoutedExperts" in auto.table[-1]
+    explicit = P.resolve(snap(hf_config=sub, device="h200", arch="sm90", software="all",
+                              additional_config={"moe_oracle": {"backend": "emulation:sm90_fp8xfp4"}}))  # fmt: skip
+    assert explicit.action == "refuse" and "approximate_experts" in (explicit.error or "")
+    nested = {**V4, "compression_config": {"transform_config": {"expert_substitution": {}}}}
+    assert P.substituted_experts(nested) == "compression_config.transform_config.expert_substitution"
+    assert P.substituted_experts(V4) == ""

@@ -239,6 +239,13 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
         blockers.append("LoRA is enabled and vLLM rejects every mega-MoE backend with LoRA")
     if snap.pcp > 1:
         blockers.append(f"prefill context parallel size {snap.pcp}: vLLM's DSv4.1 PCP path refuses mega-MoE backends")
+    substituted = substituted_experts(snap.hf_config)
+    if substituted:
+        blockers.append(
+            f"the config declares expert substitution ({substituted}): vLLM 0.33 then builds SubstitutedRoutedExperts "
+            "(fused_moe/layer.py:398-412), which the plug-in's replacement of RoutedExperts by exact class name does "
+            "not reach"
+        )
     source = "" if snap.device_source == "platform" else f" [device from {snap.device_source}]"
     where = (
         f"vLLM {snap.vllm_version}; {deployment.device.name} {deployment.device.arch.value}{source}; {_layout(snap)}; "
@@ -264,6 +271,20 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
         out = _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where)
     out.table = [*out.table, *(f"  note: {n}" for n in snap.notes)]
     return out
+
+
+def substituted_experts(hf_config: dict[str, Any]) -> str:
+    """The config key that declares expert substitution (``approximate_experts``, in the config or its
+    ``text_config``, or ``compression_config.transform_config.expert_substitution``), or "" (vLLM 0.33
+    ``fused_moe/expert_substitution.py:107-137``)."""
+    for cfg, where in ((hf_config.get("text_config"), "text_config.approximate_experts"), (hf_config, "")):
+        if isinstance(cfg, dict) and cfg.get("approximate_experts") is not None:
+            return where or "approximate_experts"
+    compression = hf_config.get("compression_config")
+    transform = compression.get("transform_config") if isinstance(compression, dict) else None
+    if isinstance(transform, dict) and transform.get("expert_substitution") is not None:
+        return "compression_config.transform_config.expert_substitution"
+    return ""
 
 
 def _stale_plan(request: Any, decision: Any, head: str) -> Outcome | None:
