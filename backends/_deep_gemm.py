@@ -1,6 +1,8 @@
 """Requirements shared by every DeepGEMM mega-MoE variant (SM90 and SM100).
 
-Facts: ``shared/reference/kernels.md`` §0-§1 and ``vllm-0.33.md`` §2.3 (headers of the
+Facts: https://github.com/deepseek-ai/DeepGEMM/pull/323-§1 and
+https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py (headers
+of the
 vendored DeepGEMM 2.8.1: ``layout/sym_buffer.cuh`` kNumMaxRanks = 72, ``layout/mega_moe.cuh``
 experts <= 2048 and <= 512 per rank, ``kNumTopk <= 32``).
 """
@@ -17,7 +19,10 @@ MAX_EXPERTS = 2048
 MAX_EXPERTS_PER_RANK = 512
 MAX_TOPK = 32
 
-_LAYOUT = ("vllm-0.33.md §2.3 (DeepGEMM include/layout/mega_moe.cuh, sym_buffer.cuh)",)
+_LAYOUT = (
+    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py "
+    "(DeepGEMM include/layout/mega_moe.cuh, sym_buffer.cuh)",
+)
 
 
 def common_checks() -> tuple[Check, ...]:
@@ -25,37 +30,47 @@ def common_checks() -> tuple[Check, ...]:
     return (
         *c.mega_moe_contract("DeepGEMM's mega-MoE"),
         c.topk_at_most(MAX_TOPK, why="top-k (+ fused shared experts) must fit in one warp", sources=_LAYOUT),
-        c.experts_divisible_by_ep(("kernels.md §1: E % num_ranks == 0 (csrc/apis/mega.hpp)",)),
+        c.experts_divisible_by_ep(
+            ("https://github.com/deepseek-ai/DeepGEMM: E % num_ranks == 0 (csrc/apis/mega.hpp)",)
+        ),
         c.experts_at_most(MAX_EXPERTS, MAX_EXPERTS_PER_RANK, _LAYOUT),
-        c.ep_only(("kernels.md §1: EP-only, full intermediate per expert",)),
+        c.ep_only(("https://github.com/deepseek-ai/DeepGEMM: EP-only, full intermediate per expert",)),
         c.ep_in_domain(
             MAX_RANKS,
             scope="DeepGEMM kNumMaxRanks, one NVL72 domain",
-            sources=("vllm-0.33.md §2.10 (symmetric-memory rendezvous over the EP group)", *_LAYOUT),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                " (symmetric-memory rendezvous over the EP group)",
+                *_LAYOUT,
+            ),
         ),
         c.entry_points(
             "torch",
             all_of=("distributed._symmetric_memory",),
             provided_by="torch >= 2.9 with torch.distributed._symmetric_memory",
-            sources=("kernels.md §9",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM",),
         ),
         c.library_version(
             "torch",
             ">=2.9",
             why="DeepGEMM mega kernels allocate torch symmetric memory",
-            sources=("kernels.md §1: PyTorch >= 2.9 (symmetric memory)",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM: PyTorch >= 2.9 (symmetric memory)",),
         ),
     )
 
 
 def sm100_activation(kinds: tuple[str, ...] = ("swiglu",)) -> Check:
     """vLLM's DeepGEMM fork (2.8.1): swiglu with clamp and alpha/beta; situ on the fp8xfp4/fp8xfp8 rows
-    (vllm-0.33.md §2.1 MegaMoEWeightFormat activations, §5.2 signatures)."""
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py
+    MegaMoEWeightFormat activations, §5.2 signatures)."""
     return c.activation(
         clamp=True,
         alpha_beta=True,
         kinds=kinds,
-        sources=("vllm-0.33.md §2.1 MegaMoEActivation; §5.2 fp8_fp4_mega_moe(activation_alpha, activation_beta)",),
+        sources=(
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+            " MegaMoEActivation; §5.2 fp8_fp4_mega_moe(activation_alpha, activation_beta)",
+        ),
     )
 
 
@@ -75,12 +90,13 @@ SM90_STAGING = Staging(
 
 
 def sm90_activation() -> Check:
-    """DeepGEMM PR #323 SM90 kernels: swiglu with clamp only (kernels.md §0 host asserts)."""
+    """DeepGEMM PR #323 SM90 kernels: swiglu with clamp only (https://github.com/deepseek-ai/DeepGEMM/pull/323 host "
+    "asserts)."""
     return c.activation(
         clamp=True,
         alpha_beta=False,
         kinds=("swiglu",),
-        sources=("kernels.md §0: sm90_mega.hpp asserts activation == 'swiglu'",),
+        sources=("https://github.com/deepseek-ai/DeepGEMM/pull/323: sm90_mega.hpp asserts activation == 'swiglu'",),
     )
 
 

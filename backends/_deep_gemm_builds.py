@@ -3,7 +3,8 @@
 Every DeepGEMM variant's entry-point check names :data:`BUILDS`; a scenario passes when a build present in
 the software profile exports the variant's kernel and meets that build's limits. A build's limits are only
 those stricter than the variant's own checks (which hold for every build). Facts and their files:
-``shared/reference/kernels.md`` §0-§1, §9, ``field-2026-12.md``, and the sources named per build below
+https://github.com/deepseek-ai/DeepGEMM/pull/323-§1, §9, https://github.com/deepseek-ai/DeepGEMM/pulls, and the
+sources named per build below
 (release wheels read from PyPI; branch and pull-request sources from public index copies, so their limits
 are marked as read from unreleased source by :class:`~moe_oracle.rules.build.Provenance`).
 
@@ -141,7 +142,7 @@ PR323 = BuildSpec(
     title="DeepGEMM PR #323 (SM90 FP8 x MXFP4 and FP8 x FP8, sgl_deep_gemm front end)",
     provenance=Provenance.OPEN_PR,
     ref="deepseek-ai/DeepGEMM refs/pull/323/head 8ddf7f96: csrc/apis/sm90_mega.hpp, sgl_deep_gemm/__init__.py "
-    "(the build measured on the H200, h200.md)",
+    "(the build measured on the H200, docs/performance.md)",
     symbols=_SM100
     | _SM90_FP8
     | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4", "mega_moe_pre_dispatch_sm90"},
@@ -255,7 +256,8 @@ NV_DEV = BuildSpec(
     note="No release contains nv_dev's SM90 kernels (2.8.2 has none). fp8_mega_moe runs split L1/L2 kernels with no "
     "intermediate cap; no mega_moe_pre_dispatch_sm90. PR #409's fp4_fp4_mega_moe (SymmBuffer mma_type 'fp4xfp4', "
     "fused BF16 shared experts with x_bf16, recipe (1,1,16), even SM count, top-k + 1 <= 32) is not the front end "
-    "moe-oracle's sm100_nvfp4 layer calls (vLLM's fork: nvfp4_mega_moe, NVFP4SymmBuffer). field-2026-12.md gives "
+    "moe-oracle's sm100_nvfp4 layer calls (vLLM's fork: nvfp4_mega_moe, NVFP4SymmBuffer). "
+    "https://github.com/deepseek-ai/DeepGEMM/pulls gives "
     "hidden and intermediate % 256 for #409; the #409 source read asserts % 512, which is declared here.",
 )
 
@@ -294,7 +296,8 @@ VLLM_281 = BuildSpec(
     library=LIBRARY,
     title="DeepGEMM 2.8.1 vendored by vLLM 0.33.0 (vllm-project/DeepGEMM fork; SM100 only)",
     provenance=Provenance.RELEASE,
-    ref="vllm 0.33.0 wheel: vllm/third_party/deep_gemm (commit g4ba787ec9; vllm-0.33.md §2, §5)",
+    ref="vllm 0.33.0 wheel: vllm/third_party/deep_gemm (commit g4ba787ec9; "
+    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm)",
     symbols=_SM100 | {"nvfp4_mega_moe", "NVFP4SymmBuffer", "fp4_fp4_mega_moe"},
     import_paths=("vllm.third_party.deep_gemm",),
     token_alignment={"sm100": 1920},

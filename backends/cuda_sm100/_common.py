@@ -7,8 +7,14 @@ from moe_oracle.rules import checks as c
 from moe_oracle.spec.device import Arch
 
 ARCHS = (Arch.SM100, Arch.SM103)
-VLLM_GATE = "vllm-0.33.md §2.2: check_deep_gemm_mega_moe_supported (SM 10.x family, H and I % 128)"
-SGL_SHAPES = "kernels.md §5: SGLang check_mega_moe_shapes (H % 16*group, I % 128 or 16*group)"
+VLLM_GATE = (
+    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py: "
+    "check_deep_gemm_mega_moe_supported (SM 10.x family, H and I % 128)"
+)
+SGL_SHAPES = (
+    "https://github.com/sgl-project/sglang/tree/v0.5.23: SGLang check_mega_moe_shapes (H % 16*group, I % 128 or "
+    "16*group)"
+)
 
 
 def arch_check(kernel: str) -> Check:
@@ -17,7 +23,7 @@ def arch_check(kernel: str) -> Check:
         kernel=kernel,
         remediation="On SM90 use --moe-backend deep_gemm_mega_moe:sm90_fp8xfp8 (or :sm90_fp8xfp4); on gfx950 "
         "--moe-backend aiter_mega_moe.",
-        sources=(VLLM_GATE, "kernels.md §1: arch_major == 10 only"),
+        sources=(VLLM_GATE, "https://github.com/deepseek-ai/DeepGEMM: arch_major == 10 only"),
     )
 
 

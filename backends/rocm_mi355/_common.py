@@ -1,4 +1,4 @@
-"""Rules shared by the AITER MegaMoEV2 variants (kernels.md §2, §4; vllm-0.33.md §3)."""
+"""Rules shared by the AITER MegaMoEV2 variants (https://github.com/ROCm/aiter, https://github.com/ROCm/mori; https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ BACKEND = "aiter_mega_moe"
 MAX_TOKENS_PER_RANK = 32768
 #: vLLM sets MORI_SHMEM_HEAP_SIZE to 8G for MegaMoEV2 ("needs > 4 GB"), 16G with a fused shared expert.
 MIN_HEAP_BYTES = 8 << 30
-AITER_SRC = "kernels.md §2: aiter mega_moe_v2.py @ e404860"
+AITER_SRC = "https://github.com/ROCm/aiter: aiter mega_moe_v2.py @ e404860"
 
 
 def mxfp4(q: QuantSpec) -> bool:
@@ -37,13 +37,21 @@ def common_checks() -> tuple[Check, ...]:
             (Arch.GFX950,),
             kernel="AITER MegaMoEV2 (FlyDSL stage1/stage2)",
             remediation="MegaMoEV2 needs CDNA4 (MI355X); on gfx942 leave --moe-backend unset (non-fused MoE).",
-            sources=(AITER_SRC, "vllm-0.33.md §3.1: on_gfx950()"),
+            sources=(
+                AITER_SRC,
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                ": on_gfx950()",
+            ),
         ),
         c.weight_format(
             mxfp4,
             wants="mxfp4 g32 ue8m0",
             remediation="Use an MXFP4-expert checkpoint (DeepSeek V4 release format).",
-            sources=(AITER_SRC, "vllm-0.33.md §3.1 rule 6 (expert_dtype fp4)"),
+            sources=(
+                AITER_SRC,
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 6 (expert_dtype fp4)",
+            ),
         ),
         c.multiple_of(
             "hidden_size",
@@ -72,7 +80,10 @@ def common_checks() -> tuple[Check, ...]:
                 f"max_tok_per_rank={_tokens_cap(sc)}, above MegaMoEV2's {MAX_TOKENS_PER_RANK} bucket limit"
             ),
             remediation=f"Lower --max-num-batched-tokens to at most {MAX_TOKENS_PER_RANK}.",
-            sources=(AITER_SRC + ": token buckets 1..32768, power of two", "vllm-0.33.md §3.3"),
+            sources=(
+                AITER_SRC + ": token buckets 1..32768, power of two",
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
+            ),
             scope=Scope.LAYER,
         ),
         c.scenario_predicate(
@@ -84,20 +95,25 @@ def common_checks() -> tuple[Check, ...]:
                 f"{format_size(MIN_HEAP_BYTES)} (MegaMoEV2 needs more than 4 GB; vLLM defaults to 8G)"
             ),
             remediation="Unset MORI_SHMEM_HEAP_SIZE or raise it to 8G (16G with a fused shared expert).",
-            sources=("vllm-0.33.md §3.2", "kernels.md §4"),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/distributed/device_communicators/all2all.py",
+                "https://github.com/ROCm/mori",
+            ),
         ),
         c.entry_points(
             "aiter",
             any_of=("MegaMoEV2", "MegaMoE"),
             all_of=("shuffle_weight_a16w4", "shuffle_scale_a16w4"),
             provided_by="amd-aiter >= v0.1.20 from source or a ROCm image (PyPI amd-aiter predates MegaMoEV2)",
-            sources=("kernels.md §2 packaging", "kernels.md §9"),
+            sources=("https://github.com/ROCm/aiter packaging", "https://github.com/deepseek-ai/DeepGEMM"),
         ),
         c.entry_points(
             "mori",
             all_of=("shmem.shmem_torch_process_group_init",),
             provided_by="amd-mori (MoRI symmetric heap)",
-            sources=("kernels.md §4",),
+            sources=("https://github.com/ROCm/mori",),
         ),
-        c.entry_points("flydsl", provided_by="flydsl (pinned by aiter, e.g. 0.3.1)", sources=("kernels.md §3",)),
+        c.entry_points(
+            "flydsl", provided_by="flydsl (pinned by aiter, e.g. 0.3.1)", sources=("https://github.com/ROCm/FlyDSL",)
+        ),
     )

@@ -17,14 +17,16 @@ from fractions import Fraction
 from moe_oracle.plan.derived import Derived, GiB, Shape, ceil_div
 from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
 
-#: InferenceX dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh (users.md §1.6): measured MegaMoE
+#: InferenceX dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh
+#: (https://github.com/SemiAnalysisAI/InferenceX/blob/main/benchmarks/single_node/agentic/dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh
+#: ): measured MegaMoE
 #: symmetric buffers at 16384 batched tokens on 8 x MI355X (EP8), and the headroom it applies.
 HEAP_REFERENCE_BYTES = Fraction(773, 100) * GiB
 HEAP_REFERENCE = {"ep": 8, "max_tok_per_rank": 16384, "topk": 6, "hidden": 4096}
 HEAP_HEADROOM = Fraction(5, 4)
 #: vLLM 0.33 sets MORI_SHMEM_HEAP_SIZE to 8G for MegaMoEV2 ("needs > 4 GB; MoRI default is 2 GB").
 HEAP_FLOOR_BYTES = 8 * GiB
-#: aiter FIXED_SLOT_MAX_MTPR (kernels.md §2): vLLM builds an extra small-capacity runtime below it.
+#: aiter FIXED_SLOT_MAX_MTPR (https://github.com/ROCm/aiter): vLLM builds an extra small-capacity runtime below it.
 FIXED_SLOT_MAX_MTPR = 255
 FIXED_SLOT_MAX_EXPERTS_PER_RANK = 64
 
@@ -93,8 +95,9 @@ def derive_mori_heap(*, runtimes: list[tuple[Shape, list[int]]], ep: int) -> Der
             "headroom": "x1.25 (as the InferenceX script)",
             "floor": "8 GiB (vLLM 0.33 all2all.py default for MegaMoEV2)",
         },
-        source="users.md §1.6 (InferenceX dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh); vllm-0.33.md §3.2; "
-        "kernels.md §4 (MORI_SHMEM_HEAP_SIZE must be set before shmem init; the heap does not grow)",
+        source="https://github.com/SemiAnalysisAI/InferenceX/blob/main/benchmarks/single_node/agentic/dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh"
+        "; https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/distributed/device_communicators/all2all.py; "
+        "https://github.com/ROCm/mori (MORI_SHMEM_HEAP_SIZE must be set before shmem init; the heap does not grow)",
         assumption=(
             "estimate, not a port: aiter's heap sizing for the build vLLM 0.33 pins is not public in a stable form; "
             "the measurement is scaled linearly in the dispatch-pool terms (ep x tokens x top-k x hidden) and the "

@@ -1,6 +1,6 @@
 """The AITER MegaMoEV2 layer both MI355X variants' ``backend.py`` subclass.
 
-AITER (kernels.md §2, vLLM 0.33 §3.2-§3.3): ``MegaMoEV2(rank, world_size, model_dim, inter_dim,
+AITER (https://github.com/ROCm/aiter, vLLM 0.33 §3.2-§3.3): ``MegaMoEV2(rank, world_size, model_dim, inter_dim,
 experts, topk, quant, w1, w1_scale, w2, w2_scale, max_tok_per_rank (power of two),
 swiglu_limit)`` on a MoRI symmetric heap (``mori.shmem.shmem_torch_process_group_init``); one runtime
 per shape, shared across layers by rebinding its weight attributes (as vLLM does). The token cap,

@@ -2,7 +2,7 @@
 
 A fused mega-MoE kernel is not always faster: on one H200 at EP=1 the fused FP8 kernel beats a
 CUDA graph of the same MoE built from DeepGEMM's grouped GEMMs only for T = 8 to 256 tokens, and
-loses at T = 1 and T = 8192 (``shared/reference/h200.md`` §6). The paths below are ranked against
+loses at T = 1 and T = 8192 (docs/performance.md). The paths below are ranked against
 the fused candidates with their own measured cost; each applies only where it was measured (arch
 family, weight format, EP size, and the engines whose non-fused path it represents).
 """

@@ -15,7 +15,7 @@ a fact of each engine version, kept here as data with the source line of every r
   name, ``model_executor/custom_op.py:46-99``), and ``blocker`` what the plug-in cannot serve there.
 
 Architectures neither table lists are unknown to moe-oracle: the decision does not claim a mega path
-for them. Sources: ``shared/reference/families-2026-12.md`` §1.2, §1.4, §2.2, each line re-read in the
+for them. Sources: docs/families.md, §1.4, §2.2, each line re-read in the
 wheels (``tests/engines/test_engine_vocabulary.py`` checks every cited line names the block).
 """
 

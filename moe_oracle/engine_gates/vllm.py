@@ -1,4 +1,4 @@
-"""What vLLM 0.33.0 adds to the kernels' rules (``shared/reference/vllm-0.33.md``).
+"""What vLLM 0.33.0 adds to the kernels' rules (https://github.com/vllm-project/vllm/tree/v0.33.0).
 
 Two routes reach a fused kernel in vLLM 0.33:
 
@@ -29,7 +29,10 @@ DSV4_ARCHITECTURES = (
 )
 MORI_BACKENDS = ("mori_high_throughput", "mori_low_latency")
 
-_DSV4 = "vllm-0.33.md §7 (models/deepseek_v4/*), §6 (no GLM file reads kernel_config.moe_backend)"
+_DSV4 = (
+    "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4"
+    " (models/deepseek_v4/*), §6 (no GLM file reads kernel_config.moe_backend)"
+)
 
 
 def _is_dsv4(sc: Scenario) -> bool:
@@ -61,7 +64,10 @@ def _ep_enabled(backend: str) -> object:
             f"{backend} requires expert parallel; tp*dp={sc.deployment.parallel.moe_group_size} ranks run without it"
         ),
         remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
-        sources=("vllm-0.33.md §2.10: '... requires expert parallel. Enable it with --enable-expert-parallel'",),
+        sources=(
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+            ": '... requires expert parallel. Enable it with --enable-expert-parallel'",
+        ),
     )
 
 
@@ -75,7 +81,10 @@ def _fp4_experts(backend: str) -> object:
             f"moe_quant_algo; these layers are {g.weight_quant.label()}"
         ),
         remediation="Drop --moe-backend for this checkpoint; vLLM's FusedMoE oracle serves it.",
-        sources=("vllm-0.33.md §7.2 native mega validations; §3.1 rule 6",),
+        sources=(
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/nvidia/model.py"
+            " native mega validations; §3.1 rule 6",
+        ),
     )
 
 
@@ -100,7 +109,9 @@ _DEEP_GEMM = EngineSupport(
                 "vLLM's DSv4 mega path requires sqrtsoftplus with renormalization"
             ),
             remediation="Leave --moe-backend unset (vLLM's default auto path serves this model).",
-            sources=("vllm-0.33.md §7.2",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/nvidia/model.py",
+            ),
         ),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
@@ -111,10 +122,15 @@ _DEEP_GEMM = EngineSupport(
                 "raises ValueError with deep_gemm_mega_moe"
             ),
             remediation="Leave --all2all-backend unset.",
-            sources=("vllm-0.33.md §1.1 bind_passthrough_all2all_backend",),
+            sources=(
+                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/layers/fused_moe/config"
+                " bind_passthrough_all2all_backend",
+            ),
         ),
     ),
-    sources=("vllm-0.33.md §2.2, §7.3",),
+    sources=(
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4",
+    ),
 )
 
 _AITER = EngineSupport(
@@ -132,9 +148,18 @@ _AITER = EngineSupport(
             "tp == 1",
             "AITER MegaMoE requires data parallel attention with expert parallel MoE and TP=1",
             "Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
-            ("vllm-0.33.md §3.1 rule 3",),
+            (
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 3",
+            ),
         ),
-        pp_one("AITER MegaMoE requires PP=1", ("vllm-0.33.md §3.1 rule 3",)),
+        pp_one(
+            "AITER MegaMoE requires PP=1",
+            (
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 3",
+            ),
+        ),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
             lambda sc: sc.deployment.parallel.all2all_backend in (None, *MORI_BACKENDS),
@@ -143,9 +168,19 @@ _AITER = EngineSupport(
                 f"--all2all-backend {sc.deployment.parallel.all2all_backend}: AITER MegaMoE runs on MoRI shmem"
             ),
             remediation="Use --all2all-backend mori_high_throughput.",
-            sources=("vllm-0.33.md §3.1 rule 4",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 4",
+            ),
         ),
-        no_eplb("no EPLB", "; AITER MegaMoE does not support it", ("vllm-0.33.md §3.1 rule 5",)),
+        no_eplb(
+            "no EPLB",
+            "; AITER MegaMoE does not support it",
+            (
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 5",
+            ),
+        ),
         c.scenario_predicate(
             ReasonCode.ENGINE_UNSUPPORTED,
             lambda sc: all(
@@ -154,15 +189,23 @@ _AITER = EngineSupport(
             rule="VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1 (the plan sets them)",
             message=lambda sc: "VLLM_ROCM_USE_AITER or VLLM_ROCM_USE_AITER_MOE is set to 0",
             remediation="Set VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1.",
-            sources=("vllm-0.33.md §3.1 rule 1",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                " rule 1",
+            ),
         ),
     ),
-    sources=("vllm-0.33.md §3",),
+    sources=(
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
+    ),
 )
 
 
 _PLUGIN = "moe-oracle's vLLM plug-in (engines/vllm/layer.py: out-of-tree RoutedExperts)"
-_OOT = "vllm-0.33.md §8.2 item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
+_OOT = (
+    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/plugins/__init__.py"
+    " item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
+)
 
 
 def served_architecture(architecture: str) -> bool:
@@ -205,7 +248,12 @@ _MOE_ORACLE = EngineSupport(
                 )
             ),
             remediation="Leave --moe-backend unset (vLLM's own MoE serves it), or plan it with --engine sglang.",
-            sources=(_OOT, "vllm-0.33.md §4, §6, §7.3", "moe_oracle/engine_gates/model_classes.py VLLM"),
+            sources=(
+                _OOT,
+                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models"
+                ", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/glm4_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4",
+                "moe_oracle/engine_gates/model_classes.py VLLM",
+            ),
         ),
         c.scenario_predicate(
             ReasonCode.EP_REQUIRED,
@@ -216,7 +264,9 @@ _MOE_ORACLE = EngineSupport(
                 "every expert, and the fused kernels keep experts whole"
             ),
             remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
-            sources=("vllm-0.33.md §2.10",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",
+            ),
         ),
         tp_one(
             "tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
@@ -229,7 +279,11 @@ _MOE_ORACLE = EngineSupport(
         no_eplb(
             "no EPLB (logical expert ids, linear placement)",
             ": vLLM then routes to physical (redundant) expert slots, which moe-oracle's runtime does not map",
-            (_PLUGIN, "vllm-0.33.md §2.4 (EPLB hooks)"),
+            (
+                _PLUGIN,
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                " (EPLB hooks)",
+            ),
         ),
         c.group_predicate(
             ReasonCode.QUANT_UNSUPPORTED,

@@ -77,7 +77,7 @@ def render_families(command: str) -> str:
     deployments = {d: build_deployment(DeploymentFlags(device=d, dp=8, ep=8), {})[0] for d in DEVICES}
     lines = generated_header(command, "MoE families x devices: what the oracle reads and decides")
     lines += [
-        "Every family of `shared/reference/families-2026-12.md`, from a real public config (`tests/fixtures/models`, "
+        "Every family of `docs/families.md`, from a real public config (`tests/fixtures/models`, "
         "provenance in its `PROVENANCE.md`), judged at DP8 + EP8 on one node with every known kernel build "
         "(`--software all`, no engine). A cell is the oracle's choice (★) for the main layer group, or each fused "
         "variant of that device's architecture with the reason codes that refuse it (`docs/reason-codes.md`). "

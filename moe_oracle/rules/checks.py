@@ -350,7 +350,7 @@ def integer_weights(*, sources: Sources) -> Check:
 
 
 _CONTRACT = (
-    "families-2026-12.md §0: every mega kernel consumes topk_ids/topk_weights, applies the weight after the "
+    "docs/families.md: every mega kernel consumes topk_ids/topk_weights, applies the weight after the "
     "activation and has no bias operand; no INT4/INT8 mega kernel exists (DeepGEMM, AITER MegaMoEV2)",
 )
 

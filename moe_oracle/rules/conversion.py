@@ -2,7 +2,7 @@
 
 An MXFP4 checkpoint on SM90 can be served by the FP8 x FP8 kernel after converting its experts to
 FP8 block-128 at load: the FP8 kernel is 1.1-1.3x faster on the H200 although it reads twice the
-bytes (``shared/reference/h200.md`` §4). The oracle weighs such a conversion as one more candidate:
+bytes (docs/performance.md). The oracle weighs such a conversion as one more candidate:
 its numerics (lossless or not), its memory (the converted experts per rank) and its cost.
 """
 

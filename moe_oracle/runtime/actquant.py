@@ -18,7 +18,7 @@ Two places quantize activations and they follow different rules:
   ``0x3B124925`` = fp32(1/448) multiply, RoundUp). NVFP4 uses the static ``l2_activation_scale``
   ``s``: ``sf = e4m3(clamp(amax / (6 s), 2**-9, 448))`` per 16 (``quantize_nvfp4`` with
   ``global_scale=s``). ``fp8_scale="exact"`` switches the FP8 intermediate to the FP32
-  ``max(amax, 1e-4) / 448`` scale of the PR #323 test reference (h200.md's "emul ref").
+  ``max(amax, 1e-4) / 448`` scale of the PR #323 test reference (docs/performance.md's "emul ref").
 
 Each function returns the dequantized fp32 tensor (what the next GEMM effectively multiplies);
 ``stage_*`` return the payloads.

@@ -1,7 +1,7 @@
 """FP32 reference MoE and the error metrics used against it.
 
 The reference is "FP32 math on the dequantized input and weights, with no intermediate
-quantization" (h200.md §3, the ``FP32 ref``): per routed (token, slot) pair
+quantization" (docs/performance.md, the ``FP32 ref``): per routed (token, slot) pair
 ``y += w * W2 @ act(W13 @ x)`` in fp32, ids ``-1`` skipped. ``hidden_states`` is used as given
 (pass the dequantized staged input to isolate the kernel's own error, or the BF16 input to include
 the activation quantization, as ``moe-oracle accuracy`` does).

@@ -190,7 +190,7 @@ def ensure_process_group(config: Any, *, backend: str, key: str) -> Any:
     """The EP process group: ``config.ep_group``, or a 1-rank loopback group when ``ep_size == 1``.
 
     With ``ep_size == 1`` and no group, torch.distributed is initialized on 127.0.0.1 with one rank
-    (h200.md: the symmetric-memory rendezvous works with one rank) and ``WORLD`` is returned.
+    (docs/performance.md: the symmetric-memory rendezvous works with one rank) and ``WORLD`` is returned.
     """
     import torch.distributed as dist
 

@@ -1,8 +1,10 @@
 """Which libraries and entry points matter, and where each provider installs them.
 
 Backends' requirements name entry points from this catalogue; the probe looks for exactly
-these; named profiles list subsets of them. Sources: ``shared/reference/kernels.md`` §1-§5, §9
-and ``vllm-0.33.md`` §2, §5. A backend package adds its own libraries through its entry point
+these; named profiles list subsets of them. Sources: https://github.com/deepseek-ai/DeepGEMM-§5, §9
+and https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py,
+https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm A backend package adds its own libraries
+through its entry point
 (:class:`~moe_oracle.software.types.LibrarySpec`); :func:`known_libraries` is this catalogue plus those.
 """
 
@@ -70,7 +72,7 @@ TORCH_SYMBOLS: dict[str, str] = {
 }
 
 #: Where each provider of a logical library is imported from, in the order engines prefer.
-#: vLLM prefers a site-packages ``deep_gemm`` over its vendored copy (vllm-0.33.md §5.1).
+#: vLLM prefers a site-packages ``deep_gemm`` over its vendored copy (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py).
 PROVIDERS: dict[str, tuple[str, ...]] = {
     "deep_gemm": ("deep_gemm", "vllm.third_party.deep_gemm"),
     "aiter": ("aiter",),

@@ -83,7 +83,8 @@ def _profile_vllm_033() -> SoftwareProfile:
                 import_path="vllm.third_party.deep_gemm",
                 symbols=_SM100_DG | {"nvfp4_mega_moe", "NVFP4SymmBuffer", "fp4_fp4_mega_moe"},
                 builds=frozenset({"vllm-deepgemm-2.8.1"}),
-                note="vllm-0.33.md §5: include/impls has sm100_*mega_moe*.cuh only; no SM90 mega kernel",
+                note="https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm: include/impls "
+                "has sm100_*mega_moe*.cuh only; no SM90 mega kernel",
             ),
             "aiter": LibraryBuild(
                 name="aiter",
@@ -111,7 +112,8 @@ def _with_plugin(
 def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
     """vLLM 0.33.0 with moe-oracle's plug-in and a DeepGEMM build that has the SM90 mega kernels.
 
-    vLLM imports a site-packages ``deep_gemm`` before its vendored copy (vllm-0.33.md §5.1), so
+    vLLM imports a site-packages ``deep_gemm`` before its vendored copy
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py), so
     installing the SM90 build next to vLLM gives moe-oracle's runtime the SM90 kernels; on SM100
     the vendored 2.8.1 kernels stay what vLLM's native path and the runtime use.
     """
@@ -125,8 +127,10 @@ def _profile_vllm_033_moe_oracle() -> SoftwareProfile:
         | _SM90_FP8_DG
         | {"_C.fp8_fp4_mega_moe_sm90", "transform_weights_for_mega_moe_sm90_fp4"},
         builds=frozenset({"deepgemm-pr323", "vllm-deepgemm-2.8.1"}),
-        note="kernels.md §0: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds (PR #411 names its kernel "
-        "fp8_mxfp4_mega_moe); vllm-0.33.md §5.1 site-packages first",
+        note="https://github.com/deepseek-ai/DeepGEMM/pull/323: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds (PR "
+        "#411 names its kernel "
+        "fp8_mxfp4_mega_moe); https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py "
+        "site-packages first",
     )
     return _with_plugin(
         base,
@@ -152,7 +156,8 @@ def _profile_sglang_0523() -> SoftwareProfile:
                 version="0.2.3.post2",
                 symbols=_SM100_DG | _SM90_FP8_DG | {"nvfp4_mega_moe", "SymmBuffer"},
                 builds=frozenset({"sgl-deep-gemm-0.2.3.post2"}),
-                note="kernels.md §1/§5: no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release; the 0.2.3.post2 "
+                note="https://github.com/deepseek-ai/DeepGEMM, https://github.com/sgl-project/sglang/tree/v0.5.23: "
+                "no fp8_fp4_mega_moe_sm90 in any sgl-deep-gemm release; the 0.2.3.post2 "
                 "wheel's deep_gemm/mega/__init__.py has SymmBuffer(mma_type=...) and nvfp4_mega_moe",
             ),
             "aiter": LibraryBuild(name="aiter", dist="amd-aiter", version="0.1.20", symbols=_AITER_V2),
@@ -176,7 +181,8 @@ def _profile_sglang_0523_moe_oracle() -> SoftwareProfile:
         version=None,
         symbols=base.libraries["deep_gemm"].symbols | _SM90_FP4_DG,
         builds=frozenset({"deepgemm-pr323", "sgl-deep-gemm-0.2.3.post2"}),
-        note="kernels.md §0: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds; no sgl-deep-gemm release has it. "
+        note="https://github.com/deepseek-ai/DeepGEMM/pull/323"
+        ": _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds; no sgl-deep-gemm release has it. "
         "Unverified: SGLang's own DeepGEMM calls (dense FP8 GEMMs) with the PR #323 module instead of "
         "sgl-deep-gemm's",
     )

@@ -33,7 +33,10 @@ VARIANT = VariantSpec(
             _bf16,
             wants="bf16",
             remediation="Quantized experts take the matching sm100 variant (or leave --moe-backend unset).",
-            sources=("vllm-0.33.md §2.1: MEGA_MOE_BF16 row",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                ": MEGA_MOE_BF16 row",
+            ),
         ),
         *shape_checks(128, 128, "DeepGEMM and vLLM host checks", "DeepGEMM and vLLM host checks"),
         *common_checks(),
@@ -43,10 +46,13 @@ VARIANT = VariantSpec(
             builds=BUILDS,
             all_of=("bf16_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="DeepGEMM >= 2.4.2 or vLLM >= 0.33 (vendored)",
-            sources=("kernels.md §1",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM",),
         ),
     ),
-    sources=("kernels.md §1", "vllm-0.33.md §5.2"),
+    sources=(
+        "https://github.com/deepseek-ai/DeepGEMM",
+        "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm",
+    ),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.bf16.backend:Sm100Bf16MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.bf16.weights",

@@ -38,7 +38,10 @@ VARIANT = VariantSpec(
             _mxfp4,
             wants="mxfp4 g32 ue8m0",
             remediation="Use an MXFP4-expert checkpoint; FP8 experts take sm100_fp8xfp8, NVFP4 sm100_nvfp4.",
-            sources=("vllm-0.33.md §2.1: MEGA_MOE_MXFP4 row",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                ": MEGA_MOE_MXFP4 row",
+            ),
         ),
         *shape_checks(
             512,
@@ -53,10 +56,13 @@ VARIANT = VariantSpec(
             builds=BUILDS,
             all_of=("fp8_fp4_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="DeepGEMM >= 2.4.2, sgl-deep-gemm, or vLLM >= 0.33 (vendored)",
-            sources=("kernels.md §1, §9",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM",),
         ),
     ),
-    sources=("kernels.md §1 (PR #316: EP8 V4-Flash 56.5 us at bs1)", "vllm-0.33.md §2"),
+    sources=(
+        "https://github.com/deepseek-ai/DeepGEMM (PR #316: EP8 V4-Flash 56.5 us at bs1)",
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",
+    ),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp4.backend:Sm100Fp8Fp4MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.fp8xfp4.weights",

@@ -46,7 +46,11 @@ VARIANT = VariantSpec(
             "requantization to it: serve a UE8M0-scaled or MXFP8 checkpoint, or pass --allow-lossy-conversion for "
             "the NVFP4 route (sm100_nvfp4 after requantizing the experts; with --engine sglang, --quantization "
             "modelopt_fp4), or use --engine sglang --device h200 (sm90_fp8xfp8 runs the checkpoint as stored).",
-            sources=("vllm-0.33.md §2.1: MEGA_MOE_MXFP8 row; §2.4 _pack_scale", "vllm-0.33.md §4.1 Step5"),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                ": MEGA_MOE_MXFP8 row; §2.4 _pack_scale",
+                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models Step5",
+            ),
         ),
         *shape_checks(
             512,
@@ -61,10 +65,12 @@ VARIANT = VariantSpec(
             builds=BUILDS,
             all_of=("fp8_fp4_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="DeepGEMM with mma_type fp8xfp8 (vLLM's fork, vLLM >= 0.33 vendored)",
-            sources=("kernels.md §1 forks",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM forks",),
         ),
     ),
-    sources=("vllm-0.33.md §2.1",),
+    sources=(
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",
+    ),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.fp8xfp8.backend:Sm100Fp8Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.fp8xfp8.weights",

@@ -61,7 +61,10 @@ VARIANT = VariantSpec(
             remediation="Use an NVFP4 (ModelOpt) checkpoint, or the variant matching the expert format; FP8 block "
             "experts reach it after a lossy requantization: --allow-lossy-conversion (with --engine sglang the plan "
             "adds --quantization modelopt_fp4).",
-            sources=("vllm-0.33.md §2.1: MEGA_MOE_NVFP4 row",),
+            sources=(
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+                ": MEGA_MOE_NVFP4 row",
+            ),
         ),
         *shape_checks(
             256,
@@ -79,7 +82,7 @@ VARIANT = VariantSpec(
             provided_by="vLLM's DeepGEMM fork (vendored in vLLM >= 0.33: NVFP4SymmBuffer) or sgl-deep-gemm "
             ">= 0.2.3.post2 (SymmBuffer with mma_type='nvfp4xnvfp4')",
             sources=(
-                "vllm-0.33.md §5.2",
+                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm",
                 "sgl-deep-gemm 0.2.3.post2 deep_gemm/mega/__init__.py:43-56, 296-330 (SymmBuffer, nvfp4_mega_moe)",
             ),
         ),
@@ -92,10 +95,12 @@ VARIANT = VariantSpec(
                 "the vLLM DeepGEMM fork's front end (an engine calls the kernel through its own)"
             ),
             remediation="Install vLLM's DeepGEMM fork (vendored in vLLM >= 0.33), or plan for an engine.",
-            sources=("vllm-0.33.md §5.2",),
+            sources=("https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm",),
         ),
     ),
-    sources=("vllm-0.33.md §2.1, §2.8",),
+    sources=(
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",
+    ),
     sizing=SIZING,
     runtime="moe_oracle_backends.cuda_sm100.nvfp4.backend:Sm100Nvfp4MegaMoE",
     layout="moe_oracle_backends.cuda_sm100.nvfp4.weights",

@@ -1,6 +1,6 @@
 """``deep_gemm_mega_moe:sm90_fp8xfp4``: DeepGEMM ``fp8_fp4_mega_moe`` -> ``_C.fp8_fp4_mega_moe_sm90``.
 
-API (kernels.md §0, ``sgl_deep_gemm/__init__.py`` @ DeepGEMM PR #323 8ddf7f96):
+API (https://github.com/deepseek-ai/DeepGEMM/pull/323, ``sgl_deep_gemm/__init__.py`` @ DeepGEMM PR #323 8ddf7f96):
 ``get_symm_buffer_for_mega_moe(group, E, max_tokens, topk, H, I, mma_type='fp8xfp4')`` (an
 ``SM90SymmBuffer`` on capability 9), ``fp8_fp4_mega_moe(y, l1, l2, buf, recipe=(1, 1, 32),
 activation='swiglu', activation_clamp=L)``. Host asserts: DG_USE_FP4_ACTS=0 and DG_USE_FP8_COMBINE=0.

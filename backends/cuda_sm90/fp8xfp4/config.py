@@ -2,7 +2,7 @@
 
 DeepGEMM ``fp8_fp4_mega_moe`` dispatching to ``_C.fp8_fp4_mega_moe_sm90`` (recipe (1, 1, 32)):
 MXFP4 (E2M1 + UE8M0 per 32) weights, FP8 activations with FP32 per-128 scales. Only in
-DeepGEMM PR #323 / #411 builds and personal forks; in no release (kernels.md §0).
+DeepGEMM PR #323 / #411 builds and personal forks; in no release (https://github.com/deepseek-ai/DeepGEMM/pull/323).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.rules.variant import Validation
 from moe_oracle.spec.device import Arch
 
-_HOST = "kernels.md §0: sm90_mega.hpp @ DeepGEMM PR #323 (8ddf7f9)"
-_SGL = "kernels.md §5: SGLang check_mega_moe_shapes (16 x scale group 32 = 512)"
+_HOST = "https://github.com/deepseek-ai/DeepGEMM/pull/323: sm90_mega.hpp @ DeepGEMM PR #323 (8ddf7f9)"
+_SGL = "https://github.com/sgl-project/sglang/tree/v0.5.23: SGLang check_mega_moe_shapes (16 x scale group 32 = 512)"
 
 
 def _mxfp4(q: QuantSpec) -> bool:
@@ -79,7 +79,7 @@ VARIANT = VariantSpec(
             any_of=("get_symm_buffer_for_mega_moe", "get_symm_buffer_for_sm90_mega_moe"),
             provided_by="a DeepGEMM PR #323 build (no release has the SM90 FP8xFP4 kernel; PR #411 names its own "
             "kernel fp8_mxfp4_mega_moe, which moe-oracle does not call)",
-            sources=("kernels.md §0, §9",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM/pull/323, https://github.com/deepseek-ai/DeepGEMM",),
         ),
         c.env_unset(
             ReasonCode.QUANT_UNSUPPORTED,
@@ -89,7 +89,7 @@ VARIANT = VariantSpec(
             sources=(_HOST,),
         ),
     ),
-    sources=(_HOST, "h200.md §4 (measured at EP=1)"),
+    sources=(_HOST, "docs/performance.md (measured at EP=1)"),
     sizing=SIZING,
     validation=Validation.RUNTIME_ON_HARDWARE,
     validated_how=SM90_VALIDATED,

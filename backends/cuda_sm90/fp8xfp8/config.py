@@ -2,7 +2,7 @@
 
 DeepGEMM ``fp8_mega_moe`` (recipe (128, 128, 128)): FP8 E4M3 weights with FP32 128x128 block
 scales, activations FP8 with one FP32 scale per 128 channels. Shipped in sgl-deep-gemm >= 0.2.0
-and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that h200.md built.
+and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that docs/performance.md built.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.rules.variant import Validation
 from moe_oracle.spec.device import Arch
 
-_HOST = "kernels.md §1: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
+_HOST = "https://github.com/deepseek-ai/DeepGEMM: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
 
 
 def _fp8_block_128(q: QuantSpec) -> bool:
@@ -31,7 +31,7 @@ def _fp8_block_128(q: QuantSpec) -> bool:
 
 _FP8_POW2 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="ue8m0", source="load-time conversion")
 
-#: MXFP4 -> FP8 block-128 is exact while a block's 32-groups span at most 14 binades (h200.md §4
+#: MXFP4 -> FP8 block-128 is exact while a block's 32-groups span at most 14 binades (docs/performance.md
 #: motivates it: the FP8 kernel is faster on SM90); BF16 -> FP8 quantizes and changes numerics.
 CONVERSIONS = (
     Conversion(
@@ -40,7 +40,7 @@ CONVERSIONS = (
         lossless=True,
         condition="every 128x128 block's MXFP4 group exponents span <= 14 (checked per block at load)",
         runtime="moe_oracle.runtime.format_conversion:mxfp4_to_fp8_block",
-        sources=("issue: load-time format conversion", "h200.md §4 (FP8 1.1-1.3x faster than FP8xMXFP4)"),
+        sources=("issue: load-time format conversion", "docs/performance.md (FP8 1.1-1.3x faster than FP8xMXFP4)"),
     ),
     Conversion(
         source=WeightFormat.BF16,
@@ -73,7 +73,10 @@ VARIANT = VariantSpec(
             _fp8_block_128,
             wants="fp8_block 128x128 with fp32 or ue8m0 scales",
             remediation="Use an FP8 block-128 checkpoint (e.g. *-FP8), or an MXFP4 one with sm90_fp8xfp4.",
-            sources=(_HOST, "kernels.md §5: SGLang SM90 branch runs FP8 block-128 experts"),
+            sources=(
+                _HOST,
+                "https://github.com/sgl-project/sglang/tree/v0.5.23: SGLang SM90 branch runs FP8 block-128 experts",
+            ),
         ),
         c.multiple_of(
             "hidden_size",
@@ -98,10 +101,10 @@ VARIANT = VariantSpec(
             all_of=("fp8_mega_moe",),
             any_of=("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe"),
             provided_by="sgl-deep-gemm >= 0.2.0, DeepGEMM nv_dev, or a DeepGEMM PR #323 build",
-            sources=("kernels.md §0, §9",),
+            sources=("https://github.com/deepseek-ai/DeepGEMM/pull/323, https://github.com/deepseek-ai/DeepGEMM",),
         ),
     ),
-    sources=(_HOST, "h200.md §4 (measured at EP=1)"),
+    sources=(_HOST, "docs/performance.md (measured at EP=1)"),
     sizing=SIZING,
     validation=Validation.RUNTIME_ON_HARDWARE,
     validated_how=SM90_VALIDATED,

@@ -1,4 +1,4 @@
-"""Declarations of the SM90 non-fused FP8 paths the oracle ranks against the fused kernels (h200.md §6).
+"""Declarations of the SM90 non-fused FP8 paths the oracle ranks against the fused kernels (docs/performance.md).
 
 Each is implemented by :class:`~.layer.GroupedGemmMoE` (DeepGEMM's grouped GEMMs around moe-oracle's
 Triton glue) and ranked only where it was measured (``moe_oracle/data/calibration.json``).

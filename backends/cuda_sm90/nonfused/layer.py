@@ -2,7 +2,7 @@
 
 This is the path the oracle ranks against the fused kernels (declared in ``.config``): quantize
 and permute, ``m_grouped_fp8_gemm_nt_contiguous`` for W13, SwiGLU with requantization,
-``m_grouped_fp8_gemm_nt_contiguous`` for W2, unpermute and weighted sum (h200.md §6). Two grouped
+``m_grouped_fp8_gemm_nt_contiguous`` for W2, unpermute and weighted sum (docs/performance.md). Two grouped
 layouts, same rows and kernels:
 
 - ``psum``: one end offset per expert; DeepGEMM's scheduler visits only the real 128-row blocks;

@@ -1,7 +1,7 @@
 """``aiter_mega_moe:gfx950_a8w4``: AITER ``MegaMoEV2(quant='a8w4')`` on MI355X (gfx950).
 
 FP8 activations quantized in the kernel (MXFP8, UE8M0 per 32).
-API (ROCm/aiter ``aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py`` @ e404860; kernels.md §2):
+API (ROCm/aiter ``aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py`` @ e404860; https://github.com/ROCm/aiter):
 ``MegaMoEV2(rank, world_size, model_dim, inter_dim, experts, topk, quant, w1, w1_scale, w2,
 w2_scale, max_tok_per_rank, swiglu_limit)``, ``forward(x_bf16, wts fp32 [T, k], topk_ids int32
 [T, k])`` -> BF16 ``[T, H]``; MoRI shmem initialized on a registered process group first.

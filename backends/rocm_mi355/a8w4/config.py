@@ -31,7 +31,10 @@ VARIANT = VariantSpec(
             sources=(AITER_SRC + ": flydsl_dispatch_combine_intranode_op.py",),
         ),
     ),
-    sources=(AITER_SRC, "vllm-0.33.md §3"),
+    sources=(
+        AITER_SRC,
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
+    ),
     sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",
     layout="moe_oracle_backends.rocm_mi355.a8w4.weights",

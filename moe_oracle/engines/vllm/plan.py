@@ -4,7 +4,7 @@ Parallel flags map one to one (``--tensor-parallel-size``, ``--data-parallel-siz
 ``--pipeline-parallel-size``); expert parallelism in vLLM is all-or-nothing
 (``--enable-expert-parallel`` makes the EP group every TP x DP rank), so the oracle's ``ep``
 must be 1 or ``tp*dp``. A fused backend is selected only by ``--moe-backend`` (vLLM 0.33's
-``auto`` never picks one, vllm-0.33.md §0); AITER MegaMoEV2 also needs a MoRI all2all
+``auto`` never picks one, https://github.com/vllm-project/vllm/tree/v0.33.0); AITER MegaMoEV2 also needs a MoRI all2all
 backend, ``VLLM_ROCM_USE_AITER=1 VLLM_ROCM_USE_AITER_MOE=1`` and a MoRI heap that holds its
 buffers (§3.1, §3.2). Servers spanning several nodes use vLLM's multi-node data parallel
 (``--data-parallel-size-local``/``--data-parallel-address``/``--data-parallel-start-rank``,

@@ -2,7 +2,8 @@
 
 ``additional_config`` is vLLM's dict for plug-ins (``--additional-config``, a JSON object); vLLM
 pickles the whole ``VllmConfig`` to every engine-core and worker process, so what the config hook
-writes here in process 0 is what every layer reads at construction (vllm-0.33.md §8; vLLM 0.33
+writes here in process 0 is what every layer reads at construction
+(https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/plugins/__init__.py; vLLM 0.33
 ``config/vllm.py:429``). Operator keys (all optional):
 
 ``backend``

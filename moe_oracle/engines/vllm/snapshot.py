@@ -72,7 +72,8 @@ class VllmSnapshot:
     device_source: str = "platform"
     notes: tuple[str, ...] = ()
     #: the kernel builds the decision judges: ``installed`` (probed, what the real hook uses: vLLM prefers a
-    #: site-packages ``deep_gemm`` over its vendored one, vllm-0.33.md §5.1) or a named profile
+    #: site-packages ``deep_gemm`` over its vendored one,
+    #: https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py) or a named profile
     software: str = "vllm-0.33.0"
 
 

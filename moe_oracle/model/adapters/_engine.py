@@ -68,7 +68,7 @@ class SharedRule:
 
 @dataclass(frozen=True)
 class FamilyRules:
-    """Defaults and quirks of one model family (see ``shared/reference/models.md``)."""
+    """Defaults and quirks of one model family (see docs/families.md)."""
 
     family: str
     architecture: str

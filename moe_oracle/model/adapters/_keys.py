@@ -1,6 +1,6 @@
 """The key spellings of every MoE family's ``config.json``: one table, read by the family rules.
 
-Source: ``shared/reference/families-2026-12.md`` §6 (HF config keys a general MoE reader needs).
+Source: docs/families.md (HF config keys a general MoE reader needs).
 Each tuple is searched in order, inside the language-model wrapper first (``text_config``,
 ``llm_config``, ``language_config``), and ``null`` counts as absent. Which spelling a family uses
 is part of its rule (:mod:`.families`): ``intermediate_size`` is the expert width in Mixtral,
@@ -66,7 +66,7 @@ ACTIVATIONS: dict[str, str] = {
     "relu2": "relu2",
     "situ": "situ",
 }
-#: Kimi-K3 SiTU parameters, as vLLM's MegaMoEActivation('situ', alpha, beta) takes them (vllm-0.33.md §2.1).
+#: Kimi-K3 SiTU parameters, as vLLM's MegaMoEActivation('situ', alpha, beta) takes them (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py).
 SITU_ALPHA = ("activation_situ_beta",)
 SITU_BETA = ("activation_situ_linear_beta",)
 

@@ -1,7 +1,7 @@
 """MoE layer schedules other than the DeepSeek one (which :mod:`._engine` reads itself).
 
 Each function returns the indices of the main model's MoE layers; keys per
-``shared/reference/families-2026-12.md`` §6, semantics as vLLM 0.33's model files apply them.
+docs/families.md, semantics as vLLM 0.33's model files apply them.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Rule table of the MoE families beyond DeepSeek / GLM: key spellings plus what each family implies.
 
 One :class:`FamilyRules` per family, keyed by architecture and ``model_type`` in :mod:`.catalog`.
-Facts: ``shared/reference/families-2026-12.md`` (§2 per-family semantics in vLLM 0.33, §5 the table,
+Facts: docs/families.md (§2 per-family semantics in vLLM 0.33, §5 the table,
 §6 the key spellings). Adding a family is an entry here, its keys in :mod:`._keys` when new, a fixture
 and a test. What a config does not say but the implementation does is stated in ``implied`` with its
 source; ``moe-oracle model`` prints it as the description's assumptions.
@@ -202,7 +202,9 @@ GEMMA4 = FamilyRules(
 )
 
 #: Kimi-K3: latent MoE (the experts see routed_expert_hidden_size, not hidden_size), SiTU experts, sigmoid scores
-#: with the noaux_tc bias, MXFP4 experts (vllm-0.33.md §2.1, §4: vLLM's own fp8_fp4 mega path, situ).
+#: with the noaux_tc bias, MXFP4 experts
+#: (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py,
+#: https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models: vLLM's own fp8_fp4 mega path, situ).
 KIMI_K3 = FamilyRules(
     family="kimi_k3",
     architecture="KimiK3ForConditionalGeneration",
@@ -221,7 +223,9 @@ KIMI_K3 = FamilyRules(
     implied=(
         "latent MoE: the routed experts run at routed_expert_hidden_size (projected from hidden_size around them)",
         "SiTU parameters activation_situ_beta / activation_situ_linear_beta read as alpha / beta of vLLM's "
-        "MegaMoEActivation('situ') (mapping read from vllm-0.33.md §2.1, not executed)",
+        "MegaMoEActivation('situ') (mapping read from "
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+        ", not executed)",
     ),
 )
 
