@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from moe_oracle.engines.bridge import engine_parameters
 from moe_oracle.engines.vllm.bridge import (
     PARAMS,
     LayerPlan,
@@ -48,24 +49,7 @@ def group_for(model: str, quant):
 
 def as_vllm_params(experts, g) -> dict[str, torch.Tensor]:
     """What vLLM's quant method creates, filled with the checkpoint's tensors (as its loader does)."""
-    fmt = g.weight_format
-    shapes = vllm_parameter_shapes(fmt, experts.num_experts, g.hidden_size, g.moe_intermediate_size)
-    scale_names = {WeightFormat.FP8_BLOCK: "weight_scale_inv"}.get(fmt, "weight_scale")
-    src = {"w13_weight": experts.w13, "w2_weight": experts.w2}
-    if experts.w13_scale is not None:
-        src[f"w13_{scale_names}"] = experts.w13_scale
-        src[f"w2_{scale_names}"] = experts.w2_scale
-    if fmt is WeightFormat.NVFP4:
-        src["w13_weight_scale_2"] = torch.stack([experts.w13_global, experts.w13_global], dim=1)
-        src["w2_weight_scale_2"] = experts.w2_global
-        src["w13_input_scale"] = torch.ones(experts.num_experts, 2)
-        src["w2_input_scale"] = experts.w2_input_scale
-    out = {}
-    for name, (shape, dtype) in shapes.items():
-        t = torch.empty(shape, dtype=dtype)
-        t.copy_(src[name].view(dtype).reshape(shape)) if src[name].dtype != dtype else t.copy_(src[name])
-        out[name] = t
-    return out
+    return engine_parameters("vllm", experts, g)
 
 
 @pytest.mark.parametrize(("model", "quant", "variant"), CASES, ids=IDS)

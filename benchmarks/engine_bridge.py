@@ -1,12 +1,15 @@
-"""The vLLM adapter's vLLM-free part on one H200: vLLM-shaped parameters -> moe-oracle layer -> forward.
+"""The engine adapters' engine-free part on one H200: engine-shaped parameters -> moe-oracle layer -> forward.
 
-What the plug-in's out-of-tree ``RoutedExperts`` does inside vLLM, minus vLLM (which cannot be
-installed on the lent machine): parameters are created exactly as vLLM 0.33's quant methods create
-them (:func:`moe_oracle.engines.vllm.bridge.vllm_parameter_shapes`: ``Mxfp4MoEMethod`` for the V4
-checkpoints, ``Fp8MoEMethod`` block-128 for GLM-5-FP8), filled with checkpoint-format experts (random
-masters quantized to the format), handed to :class:`MegaMoEBridge` (the weight transform into the
-real SM90 kernel's layout, vLLM's copies freed), and the forward is called with vLLM's argument
-order (``x, topk_weights, topk_ids``, int32 ids as vLLM's router returns them).
+What the plug-ins do inside vLLM (out-of-tree ``RoutedExperts``) and SGLang (``FusedMoE`` replaced through
+its HookRegistry), minus the engine (neither installs on the lent machine: SGLang 0.5.23 needs torch
+2.14.1): parameters are created exactly as the engine's quant methods create them
+(:func:`moe_oracle.engines.bridge.parameter_shapes`; ``--engine vllm``: vLLM 0.33's ``Mxfp4MoEMethod`` for
+the V4 checkpoints and ``Fp8MoEMethod`` block-128; ``--engine sglang``: SGLang 0.5.23's ``Fp8MoEMethod``,
+whose DeepSeek V4 MXFP4 experts are int8 values with float32 power-of-two scales, and its block-128 FP8),
+filled with checkpoint-format experts (random masters quantized to the format, as the engine's loader
+leaves them: :func:`moe_oracle.engines.bridge.engine_parameters`), handed to :class:`MegaMoEBridge` (the
+weight transform into the real SM90 kernel's layout, the engine's copies freed), and the forward is
+called with the engines' argument order (``x, topk_weights, topk_ids``, int32 ids).
 
 One run, side by side, for both shapes and both formats:
 
@@ -20,7 +23,9 @@ One run, side by side, for both shapes and both formats:
 3. load: time and peak extra memory of ``bridge.load`` (vLLM's parameters -> kernel layout),
    in layers of the checkpoint's expert bytes, with vLLM's copies freed after.
 
-Run on the H200 with a DeepGEMM build that has the SM90 kernels: ``python benchmarks/vllm_bridge.py``.
+Run on the H200 with a DeepGEMM build that has the SM90 kernels:
+``python benchmarks/engine_bridge.py --engine vllm`` and ``python benchmarks/engine_bridge.py --engine sglang``.
+Neither imports vllm or sglang.
 """
 
 from __future__ import annotations
@@ -31,9 +36,9 @@ import torch
 from _shapes import group as shape_group
 from _timing import Condition, time_interleaved
 
-from moe_oracle.engines.vllm.bridge import LayerPlan, MegaMoEBridge, check_parameters, vllm_parameter_shapes
+from moe_oracle.engines.bridge import LayerPlan, MegaMoEBridge, check_parameters, engine_parameters
 from moe_oracle.model.resolve import resolve_model
-from moe_oracle.model.types import QuantSpec, WeightFormat
+from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.build import build_layer
@@ -56,29 +61,10 @@ FORMATS = {
 TOKENS = (1, 8, 64, 512, 2048)
 
 
-def vllm_params(experts, fmt: WeightFormat, g) -> dict[str, torch.Tensor]:
-    """Parameters shaped as vLLM's create_weights makes them, filled as vLLM's loader would."""
-    shapes = vllm_parameter_shapes(fmt, experts.num_experts, g.hidden_size, g.moe_intermediate_size)
-    src = {
-        WeightFormat.MXFP4: {
-            "w13_weight": experts.w13,
-            "w13_weight_scale": experts.w13_scale,
-            "w2_weight": experts.w2,
-            "w2_weight_scale": experts.w2_scale,
-        },
-        WeightFormat.FP8_BLOCK: {
-            "w13_weight": experts.w13,
-            "w13_weight_scale_inv": experts.w13_scale,
-            "w2_weight": experts.w2,
-            "w2_weight_scale_inv": experts.w2_scale,
-        },
-    }[fmt]
-    params = {}
-    for name, (shape, dtype) in shapes.items():
-        p = torch.empty(shape, dtype=dtype, device="cuda")
-        p.view(torch.uint8).copy_(src[name].contiguous().view(torch.uint8).view(p.view(torch.uint8).shape))
-        params[name] = p
-    check_parameters(params, g, experts.num_experts)
+def params_on_gpu(engine: str, experts, g) -> dict[str, torch.Tensor]:
+    """Parameters shaped as the engine's create_weights makes them, filled as its loader would, checked."""
+    params = {n: t.cuda() for n, t in engine_parameters(engine, experts, g).items()}
+    check_parameters(params, g, experts.num_experts, engine=engine)
     return params
 
 
@@ -86,7 +72,7 @@ def row(bridge, twin, experts, g, t: int, gen: torch.Generator) -> str:
     x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
     logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
     ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
-    ids32 = ids.int()  # vLLM's router returns int32 ids by default
+    ids32 = ids.int()  # vLLM's and SGLang's routers return int32 ids
     y = bridge.forward(x, w, ids32).float().clone()
     rows = torch.randperm(t, device="cuda", generator=gen)[: min(t, 256)]
     ref = reference_moe(twin.quantized_input(x)[rows], ids[rows], w[rows], experts, g.activation)
@@ -108,17 +94,17 @@ def row(bridge, twin, experts, g, t: int, gen: torch.Generator) -> str:
     )
 
 
-def run_case(model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max_tokens: int) -> None:
+def run_case(engine: str, model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max_tokens: int) -> None:
     if model_id.startswith("shape:"):
         g = shape_group(model_id.removeprefix("shape:"), FORMATS[fmt])
     else:
         g = resolve_model(model_id).main_group.model_copy(update={"weight_quant": FORMATS[fmt]})
     plan = LayerPlan(group=g, variant=variant, max_tokens_per_rank=max_tokens)
-    bridge = MegaMoEBridge.for_plan(plan, device="cuda")
+    bridge = MegaMoEBridge.for_plan(plan, device="cuda", engine=engine)
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(1))
     experts = quantize_experts(w13, w2, g.weight_quant)
     del w13, w2
-    params = vllm_params(experts, g.weight_format, g)
+    params = params_on_gpu(engine, experts, g)
     layer_bytes = sum(p.numel() * p.element_size() for p in params.values())
     torch.cuda.synchronize()
     torch.cuda.reset_peak_memory_stats()
@@ -129,10 +115,10 @@ def run_case(model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max
     end.record()
     end.synchronize()
     extra = (torch.cuda.max_memory_allocated() - base) / layer_bytes
-    del params  # vLLM's copies freed, as the plug-in does after process_weights_after_loading
+    del params  # the engine's copies freed, as the plug-ins do after process_weights_after_loading
     twin = build_layer("emulation:" + variant.split(":")[1], bridge.layer.config, experts)
     hint = bridge.layer.takes_block_m_hint
-    print(f"\n== {model_id} ({fmt} experts, vLLM parameters) -> {bridge.layer.key}")
+    print(f"\n== {model_id} ({fmt} experts, {engine} parameters) -> {bridge.layer.key}")
     print(
         f"   load: {start.elapsed_time(end):.1f} ms, peak extra {extra:.2f} layers "
         f"({layer_bytes / (1 << 30):.2f} GiB per layer); kernel takes num_tokens_for_block_m: {hint}"
@@ -151,6 +137,7 @@ def run_case(model_id: str, fmt: str, variant: str, tokens: tuple[int, ...], max
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    ap.add_argument("--engine", choices=("vllm", "sglang"), default="vllm", help="whose parameter layout")
     ap.add_argument("--cases", default="0,1,2,3,4,5", help="comma list of indices into CASES")
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     ap.add_argument("--max-tokens", type=int, default=8192, help="per-rank token budget (sizes the buffer)")
@@ -159,7 +146,7 @@ def main() -> None:
         raise SystemExit("this benchmark measures a GPU: no CUDA device is visible")
     tokens = tuple(int(t) for t in args.tokens.split(","))
     for i in (int(c) for c in args.cases.split(",")):
-        run_case(*CASES[i], tokens, args.max_tokens)
+        run_case(args.engine, *CASES[i], tokens, args.max_tokens)
 
 
 if __name__ == "__main__":
