@@ -89,10 +89,11 @@ class Request:
         return f"moe_oracle.backend={{{', '.join(f'{k}={spelled(v)}' for k, v in self.groups.items())}}}"
 
 
-def _backend_value(raw: Any, where: str) -> tuple[str, bool]:
-    """One backend spelling -> (normalized, emulate); BadInputError for anything else."""
+def _backend_value(raw: Any, where: str, own: str = "vllm", fix: str = _FIX) -> tuple[str, bool]:
+    """One backend spelling -> (normalized, emulate); BadInputError for anything else. ``own`` is the word that
+    leaves the MoE to the engine (``vllm``, ``sglang``)."""
     if not isinstance(raw, str) or not raw.strip():
-        raise BadInputError(f"{where} = {shown(raw)} must be a non-empty string", fix=_FIX)
+        raise BadInputError(f"{where} = {shown(raw)} must be a non-empty string", fix=fix)
     text = raw.strip().lower().replace("-", "_")
     emulate = text.startswith("emulation:")
     if emulate:
@@ -100,32 +101,32 @@ def _backend_value(raw: Any, where: str) -> tuple[str, bool]:
         if ":" not in text:
             text = f"*:{text}"  # emulation:<variant>: the backend is resolved from the registry
     name, _, variant = text.partition(":")
-    plain = text in ("auto", "vllm") and not emulate
+    plain = text in ("auto", own) and not emulate
     well_formed = bool(name and variant and _NAME.fullmatch(variant) and (name == "*" or _NAME.fullmatch(name)))
     if not plain and not well_formed:
         raise BadInputError(
             f"{where} = {shown(raw)} names no variant",
-            fix="use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or vllm.",
+            fix=f"use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or {own}.",
         )
     return text, emulate
 
 
-def _group_pins(raw: Mapping[Any, Any], where: str) -> tuple[dict[str, str], bool]:
+def _group_pins(raw: Mapping[Any, Any], where: str, own: str = "vllm", fix: str = _FIX) -> tuple[dict[str, str], bool]:
     """A per-layer-group map -> ({group: pin}, emulate)."""
     if not raw:
-        raise BadInputError(f"{where} = {{}} names no layer group", fix=_FIX)
+        raise BadInputError(f"{where} = {{}} names no layer group", fix=fix)
     pins: dict[str, str] = {}
     modes = set()
     for name, value in raw.items():
         if not isinstance(name, str) or not _GROUP.fullmatch(name):
-            raise BadInputError(f"{where} has a layer-group name {shown(name)} that is not a name", fix=_FIX)
-        text, emulate = _backend_value(value, f"{where}[{name!r}]")
+            raise BadInputError(f"{where} has a layer-group name {shown(name)} that is not a name", fix=fix)
+        text, emulate = _backend_value(value, f"{where}[{name!r}]", own, fix)
         if text == "auto":
             raise BadInputError(
-                f"{where}[{name!r}] = 'auto': a layer-group pin is a variant or 'vllm'",
-                fix="pin a variant or 'vllm' for the group, or pass backend 'auto' for the whole model.",
+                f"{where}[{name!r}] = 'auto': a layer-group pin is a variant or '{own}'",
+                fix=f"pin a variant or '{own}' for the group, or pass backend 'auto' for the whole model.",
             )
-        if text != "vllm":
+        if text != own:
             modes.add(emulate)
         pins[name] = text
     if len(modes) > 1:

@@ -12,7 +12,9 @@ _RUNS = {
 }
 
 
-def decision_table(decision: Any, headline: str, routes: list[Any] | None = None) -> list[str]:
+def decision_table(
+    decision: Any, headline: str, routes: list[Any] | None = None, *, engine_title: str = "vLLM"
+) -> list[str]:
     """One readable table: what runs each layer group (and through which route), one line per rejection.
 
     ``routes`` (:func:`moe_oracle.engines.vllm.routes.group_routes`) names the route of each chosen
@@ -27,11 +29,16 @@ def decision_table(decision: Any, headline: str, routes: list[Any] | None = None
         grp = g.group
         route = by_name.get(grp.name)
         if g.chosen is None or (route is not None and route.route is None):
-            chosen = "vLLM's own MoE (--moe-backend auto path, non-fused)"
+            chosen = (
+                "vLLM's own MoE (--moe-backend auto path, non-fused)"
+                if engine_title == "vLLM"
+                else f"{engine_title}'s own MoE"
+            )
         elif route is None:
             chosen = f"{g.chosen.key} (accuracy class {g.chosen.accuracy_class})"
         else:
-            chosen = _RUNS[route.route].format(key=g.chosen.key) + f" (accuracy class {g.chosen.accuracy_class})"
+            runs = _RUNS[route.route].replace("vLLM", engine_title)
+            chosen = runs.format(key=route.key or g.chosen.key) + f" (accuracy class {g.chosen.accuracy_class})"
         lines.append(
             f"  layer group {grp.name} (layers {layer_span(grp.layers)}, {grp.weight_quant.label()}, "
             f"E{grp.num_experts} top{grp.top_k}): {chosen}"
