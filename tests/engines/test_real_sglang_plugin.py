@@ -62,8 +62,9 @@ import sglang.srt.layers.moe.fused_moe_triton.layer as L
 import sglang.srt.layers.moe.ep_moe.layer as EP
 from moe_oracle.engines.sglang.layer import _plan_for
 plans = {{i: (p.variant if p else None) for i, p in ((i, _plan_for(i)) for i in {layers!r})}}
+hooks = {{t: [[h[0].value, h[2].plugin_name if h[2] else None] for h in hs] for t, hs in HookRegistry._hooks.items()}}
 print(json.dumps({{
-    "hooks": {{t: [[h[0].value, h[2].plugin_name if h[2] else None] for h in hs] for t, hs in HookRegistry._hooks.items()}},
+    "hooks": hooks,
     "fused_moe": [L.FusedMoE.__module__, L.FusedMoE.__qualname__],
     "rebound": EP.FusedMoE is L.FusedMoE,
     "own_base": [c.__module__ for c in L.FusedMoE.__mro__[1:2]],
