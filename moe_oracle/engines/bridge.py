@@ -167,7 +167,7 @@ def check_parameters(
         t = params.get(name)
         if t is None:
             bad.append(f"{name} missing")
-        elif tuple(t.shape) != shape or t.dtype != dtype:
+        elif tuple(t.shape) != shape or (t.dtype != dtype and not _native_e8m0(engine, group, name, t)):
             bad.append(f"{name} is {tuple(t.shape)} {t.dtype}, expected {shape} {dtype}")
     if bad:
         raise LayerInputError(
@@ -175,6 +175,31 @@ def check_parameters(
             f"({'; '.join(bad)})",
             fix=_OWN_FIX[engine],
         )
+
+
+def _native_e8m0(engine: str, group: MoELayerGroup, name: str, t: torch.Tensor) -> bool:
+    """SGLang's FlashInfer MXFP4 wrappers keep the checkpoint's scales as ``float8_e8m0fnu`` (the DeepSeek V4
+    default runner on SM90, ``mxfp4_flashinfer_cutlass_moe.py:75-84``) where ``Fp8MoEMethod`` stages float32."""
+    return (
+        engine == "sglang"
+        and group.weight_format is WeightFormat.MXFP4
+        and name.endswith("_scale_inv")
+        and t.dtype == getattr(torch, "float8_e8m0fnu", None)
+    )
+
+
+def _ue8m0(scale: torch.Tensor, name: str) -> torch.Tensor:
+    """SGLang's MXFP4 scales as UE8M0 bytes: native ``float8_e8m0fnu`` as it is, float32 by its exponent bits."""
+    if scale.dtype == getattr(torch, "float8_e8m0fnu", None):
+        return scale.view(torch.uint8)
+    return ue8m0_from_powers_of_two(scale, name)
+
+
+def up_first_to_gate_first(w13: torch.Tensor) -> torch.Tensor:
+    """``[up; gate]`` along dim 1 (SGLang's FlashInfer CUTLASS layout, ``load_up_proj_weight_first``) ->
+    ``[gate; up]``, the order moe-oracle's weight transform reads (one copy of the tensor)."""
+    half = w13.shape[1] // 2
+    return torch.cat([w13[:, half:], w13[:, :half]], dim=1)
 
 
 def ue8m0_from_powers_of_two(scale: torch.Tensor, name: str) -> torch.Tensor:
@@ -210,8 +235,8 @@ def checkpoint_experts(
             quant,
             params["w13_weight"].view(torch.uint8),
             params["w2_weight"].view(torch.uint8),
-            ue8m0_from_powers_of_two(params["w13_weight_scale_inv"], "w13_weight_scale_inv"),
-            ue8m0_from_powers_of_two(params["w2_weight_scale_inv"], "w2_weight_scale_inv"),
+            _ue8m0(params["w13_weight_scale_inv"], "w13_weight_scale_inv"),
+            _ue8m0(params["w2_weight_scale_inv"], "w2_weight_scale_inv"),
             first_expert=first_expert,
         )
     scale = {WeightFormat.MXFP4: "weight_scale", WeightFormat.FP8_BLOCK: "weight_scale_inv"}.get(fmt)
@@ -314,6 +339,8 @@ class MegaMoEBridge:
     ep_size: int = 1
     first_expert: int = 0
     engine: str = "vllm"
+    #: the engine loaded w13 as ``[up; gate]`` (SGLang's FlashInfer CUTLASS MXFP4 method)
+    w13_up_first: bool = False
     loaded: bool = field(default=False, init=False)
 
     @classmethod
@@ -333,6 +360,8 @@ class MegaMoEBridge:
 
     def load(self, params: Mapping[str, torch.Tensor]) -> None:
         """``params`` in the checkpoint's format (``quant``; a converting layer converts them itself)."""
+        if self.w13_up_first:
+            params = {k: up_first_to_gate_first(v) if k.startswith("w13_") else v for k, v in params.items()}
         self.layer.load(checkpoint_experts(params, self.quant, first_expert=self.first_expert, engine=self.engine))
         self.loaded = True
 

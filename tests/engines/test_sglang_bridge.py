@@ -130,3 +130,25 @@ def test_sglang_parameters_through_the_real_sm90_kernel(model, quant, variant):
         ref = reference_moe(twin.quantized_input(x), ids, w, experts, g.activation)
         assert calc_diff(y, ref) < 1e-3 and calc_diff(y, twin(x, ids, w).float()) < 3e-4, t
     bridge.layer.close()
+
+
+def test_sglang_flashinfer_mxfp4_layout_native_e8m0_scales_and_up_first():
+    """DeepSeek V4's default runner on SM90 (Mxfp4FlashinferCutlassMoEMethod): E8M0 scales, w13 loaded [up; gate]."""
+    g = group_for("deepseek-ai/DeepSeek-V4-Flash", MXFP4)
+    w13, w2 = random_masters(g, torch.Generator().manual_seed(7))
+    experts = quantize_experts(w13, w2, MXFP4)
+    params = engine_parameters("sglang", experts, g)
+    for name in ("w13_weight_scale_inv", "w2_weight_scale_inv"):
+        params[name] = experts.w13_scale.clone() if name.startswith("w13") else experts.w2_scale.clone()
+        params[name] = params[name].view(torch.uint8).view(torch.float8_e8m0fnu)
+    for name in ("w13_weight", "w13_weight_scale_inv"):
+        half = params[name].shape[1] // 2
+        params[name] = torch.cat([params[name][:, half:], params[name][:, :half]], dim=1)
+    check_parameters(params, g, g.num_experts, engine="sglang")
+    plan = LayerPlan(group=g, variant="deep_gemm_mega_moe:sm90_fp8xfp4", max_tokens_per_rank=16, emulate=True)
+    bridge = MegaMoEBridge.for_plan(plan, device="cpu", engine="sglang")
+    bridge.w13_up_first = True
+    bridge.load(params)
+    x = torch.randn(8, g.hidden_size, generator=torch.Generator().manual_seed(8)).bfloat16()
+    ids, w = route(g, torch.randn(8, g.num_experts), bias=torch.zeros(g.num_experts))
+    assert calc_diff(bridge.forward(x, w, ids.int()).float(), reference_moe(x, ids, w, experts, g.activation)) < 3e-3

@@ -60,6 +60,7 @@ class MoEOracleFusedMoE(FusedMoE):
         self._moe_oracle = MegaMoEBridge.for_plan(
             plan, ep_rank=ep_rank, ep_size=ep_size, ep_group=ep_group, device=device, engine="sglang"
         )
+        self._moe_oracle.w13_up_first = bool(getattr(self.quant_method, "load_up_proj_weight_first", False))
         _adopt_quant_method(self)
         logger.debug("%s: served by %s", where, self._moe_oracle.layer.key)
 
