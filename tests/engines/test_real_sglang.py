@@ -208,7 +208,9 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
     from sglang.srt.models.registry import ModelRegistry
 
     megamoe = getattr(view, "moe_a2a_backend", None) == "megamoe"
-    assert megamoe == (plan.backend is not None), (plan.backend, view)
+    argv = plan.commands[0].argv
+    engine_route = "--moe-a2a-backend" in argv  # SGLang's own megamoe (else moe-oracle's plug-in, SGLANG_PLUGINS)
+    assert megamoe == engine_route, (plan.backend, argv)
     row = MC.model_class("sglang", plan.architecture)
     if row is not None:
         cls, _ = ModelRegistry.resolve_model_cls([plan.architecture])
@@ -218,9 +220,12 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
         assert calls == row.mega, (plan.architecture, row.block)
         assert any(row.block in inspect.getsource(importlib.import_module(k.__module__)) for k in cls.__mro__[:4]), cls
         COUNTS[f"model class checked in SGLang's source ({'mega' if calls else 'no mega'} forward)"] += 1
-    if plan.backend is not None:
+    if engine_route:
         assert row is not None and row.mega, f"{plan.architecture}: megamoe named for a block without a mega forward"
         COUNTS["plans naming megamoe whose block calls it"] += 1
+    elif plan.backend is not None:
+        assert "SGLANG_PLUGINS" in dict(plan.commands[0].env), plan.backend
+        COUNTS["plans on moe-oracle's SGLang plug-in route (no --moe-a2a-backend)"] += 1
     spec = getattr(view, "speculative_algorithm", None)
     for g in plan.groups:
         if g.get("built") is False:
@@ -229,10 +234,9 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
         elif g["name"].startswith("mtp"):
             assert spec == "EAGLE", g
             COUNTS["MTP layer groups built with --speculative-algorithm EAGLE"] += 1
-        if g.get("chosen") and plan.backend is not None:
+        if g.get("chosen") and engine_route:
             assert g["chosen"].startswith(plan.backend + ":"), g
             COUNTS["layer groups on the plan's megamoe path"] += 1
-    argv = plan.commands[0].argv
     if "--quantization" in argv:
         assert getattr(view, "quantization", None) == argv[argv.index("--quantization") + 1]
         COUNTS["online NVFP4 (--quantization modelopt_fp4) kept by SGLang"] += 1
@@ -262,6 +266,10 @@ def _check_nvfp4_runner(plan: LaunchPlan) -> None:
 def _check_sizes(plan: LaunchPlan) -> None:
     """Derived DeepGEMM sizes against sgl-deep-gemm 0.2.3.post2's own ``_C`` host functions."""
     if plan.backend != "deep_gemm_mega_moe":
+        return
+    if "--moe-a2a-backend" not in plan.commands[0].argv:
+        # moe-oracle's plug-in route sizes with the DeepGEMM build its own runtime loads, not SGLang's pinned one
+        COUNTS["plug-in route: sizes from moe-oracle's runtime build (not compared with sgl-deep-gemm)"] += 1
         return
     import deep_gemm
 
