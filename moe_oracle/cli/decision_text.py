@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from moe_oracle.cli.console import console, print_table
+from moe_oracle.decide.advisories import nearby_advisories
 from moe_oracle.decide.selection import Candidate, Decision, GroupDecision
 from moe_oracle.model.types import layer_span
 from moe_oracle.rules import ReasonCode
@@ -69,6 +70,8 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
             con.print(f"    validated: {escape(g.chosen.spec.validation_text)}")
+            for line in nearby_advisories(decision.question.advisories, g.chosen.spec, dep.device.arch.value):
+                con.print(f"    {escape(line)}")
         else:
             con.print(f"  [yellow]no fused backend[/yellow]; the engine uses: {escape(g.fallback or '')}")
         for note in g.notes:

@@ -171,3 +171,28 @@ def load_advisories(extra: str | Path | None = None) -> AdvisorySet:
             )
         found = found + _validate(data, str(extra))
     return AdvisorySet(found)
+
+
+def nearby_advisories(advisories: Sequence[Advisory], spec: VariantSpec, arch: str) -> list[str]:
+    """One line for each advisory about ``spec`` on ``arch`` that does not reject it here (another library or engine
+    version, EP size or model): an operator who changes the software should know it exists."""
+    out = []
+    for adv in advisories_for(advisories, spec.backend):
+        if (adv.variant and adv.variant != spec.variant) or (adv.archs and arch not in adv.archs):
+            continue
+        when = ", ".join(
+            part
+            for part in (
+                f"{adv.library} {adv.library_versions}" if adv.library and adv.library_versions else adv.library or "",
+                f"{adv.engine} {adv.engine_versions or ''}".strip() if adv.engine else "",
+                f"EP >= {adv.min_ep}" if adv.min_ep else "",
+                f"EP <= {adv.max_ep}" if adv.max_ep else "",
+            )
+            if part
+        )
+        out.append(
+            f"advisory {adv.id} ({adv.title}; {adv.link}) concerns {spec.key}"
+            + (f" with {when}" if when else "")
+            + "; it does not apply to this deployment's software, re-check with the software you install"
+        )
+    return out

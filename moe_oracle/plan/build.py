@@ -361,6 +361,10 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     fit = plan_fit(description, active, active_dep, parts.derived, req.memory_fraction)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
+    if active.main.chosen is not None:
+        from moe_oracle.decide.advisories import nearby_advisories
+
+        notes += nearby_advisories(advisories, active.main.chosen.spec, active_dep.device.arch.value)
     return LaunchPlan(
         engine=req.engine.value,
         engine_version=parts.version,
