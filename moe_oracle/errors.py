@@ -75,7 +75,8 @@ class OracleError(Exception):
     def one_line(self) -> str:
         text = bounded_line(self.message, MAX_MESSAGE_CHARS)
         if self.fix:
-            text += f" Fix: {bounded_line(self.fix, MAX_FIX_CHARS)}"
+            # the fix starts a sentence of its own, so that it reads apart from the message it follows
+            text += f"{'' if text.endswith(('.', '!', '?')) else '.'} Fix: {bounded_line(self.fix, MAX_FIX_CHARS)}"
         return text
 
 
