@@ -7,7 +7,8 @@ conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below)
 ``fp8xfp4`` (MXFP4 experts) and ``nvfp4xnvfp4`` (ModelOpt NVFP4 experts,
 ``layers/quantization/modelopt_quant.py:2650-2710``) through ``layers/moe/mega_moe.py:56-61``. On ROCm
 ``SGLANG_AMD_USE_FLYDSL_MEGA_MOE=1`` routes it to AITER MegaMoEV2 (``layers/moe/mega_moe.py:50-53``,
-``layers/moe/mega_moe_flydsl.py``).
+``layers/moe/mega_moe_flydsl.py``). ``--moe-a2a-backend flashinfer_megamoe`` runs FlashInfer's MegaMoE
+(``flashinfer.moe_ep``) on MXFP8 and NVFP4 experts of an allow-listed architecture (``arg_groups/moe_hook.py:237-360``).
 """
 
 from __future__ import annotations
@@ -94,6 +95,60 @@ _AITER = EngineSupport(
     remediation="Use --moe-backend aiter_mega_moe:gfx950_a8w4.",
     checks=(_block_calls_mega("aiter_mega_moe"), _EP_SPANS_TP),
     sources=(_SRC, "layers/moe/mega_moe_flydsl.py:187-229 (MegaMoEV2 per capacity; no EPLB or EP-size check)"),
+)
+
+#: ``arg_groups/moe_hook.py:237-262``: the architectures SGLang 0.5.23 validates for FlashInfer MegaMoE.
+FLASHINFER_MEGAMOE_ARCHS = (
+    "BeamForCausalLM",
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "DeepseekV4ForCausalLM",
+    "Glm4MoeForCausalLM",
+    "GlmMoeDsaForCausalLM",
+    "NemotronHForCausalLM",
+    "NemotronHPuzzleForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "KimiK3ForConditionalGeneration",
+    "KimiK3LinearForCausalLM",
+)
+_FI_HOOK = "sglang 0.5.23 srt/arg_groups/moe_hook.py"
+
+_FLASHINFER = EngineSupport(
+    engine="sglang",
+    version=VERSION,
+    backend="flashinfer_megamoe",
+    variants=("sm100_mxfp8xmxfp8", "sm100_nvfp4xnvfp4"),
+    unsupported="SGLang 0.5.23's --moe-a2a-backend flashinfer_megamoe runs MXFP8 and ModelOpt NVFP4 experts "
+    "(moe_hook.py:264-280)",
+    remediation="Use the variant matching the checkpoint.",
+    checks=(
+        c.scenario_predicate(
+            ReasonCode.MODEL_CLASS_UNSUPPORTED,
+            lambda sc: sc.architecture in FLASHINFER_MEGAMOE_ARCHS,
+            rule="the architecture is on SGLang's FlashInfer MegaMoE allow-list",
+            message=lambda sc: (
+                f"SGLang {VERSION} refuses --moe-a2a-backend flashinfer_megamoe for "
+                f"{sc.architecture or sc.model_type}: 'FlashInfer MegaMOE is not validated for model architectures'"
+            ),
+            remediation="Leave --moe-a2a-backend unset (SGLang's default MoE serves this model).",
+            sources=(f"{_FI_HOOK}:237-262 (validate_flashinfer_megamoe_model)",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.TP_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.tp == 1 and sc.deployment.parallel.dp > 1,
+            rule="attention DP over every rank (SGLang --attn-dp-size equal to --tp-size, > 1)",
+            message=lambda sc: (
+                f"tp={sc.deployment.parallel.tp}, dp={sc.deployment.parallel.dp}: SGLang asserts 'FlashInfer MegaMOE "
+                "is only supported with --attn-dp-size equal to --tp-size' (attention DP enabled)"
+            ),
+            remediation="Use --tp 1 --dp N with N > 1 (SGLang --tp-size N --attn-dp-size N --ep-size N).",
+            sources=(f"{_FI_HOOK}:325-327", "srt/runtime_context.py:191-199 (attn_dp_enabled_of: attn_dp_size > 1)"),
+        ),
+        _EP_SPANS_TP,
+    ),
+    sources=(_SRC, f"{_FI_HOOK}:237-360 (handle_a2a_moe: flashinfer_megamoe)", "srt/layers/moe/flashinfer_megamoe.py"),
 )
 
 #: Architectures whose FP8 checkpoints SGLang 0.5.23 marks as carrying MXFP4 routed experts
@@ -264,7 +319,7 @@ _MOE_ORACLE = EngineSupport(
 PROFILE = EngineProfile(
     engine="sglang",
     version=VERSION,
-    supports=(_DEEP_GEMM, _AITER, _MOE_ORACLE),
+    supports=(_DEEP_GEMM, _AITER, _FLASHINFER, _MOE_ORACLE),
     moe_backend_flag="--moe-a2a-backend",
     conversions=(DSV4_FP4_DEQUANT, NVFP4_ONLINE),
 )

@@ -100,6 +100,12 @@ def build_layer(
         spec, emulated = resolve_variant(key_or_spec)
     else:
         spec, emulated = key_or_spec, False
+    if not spec.runtime:
+        raise BackendUnavailableError(
+            f"{spec.key} is engine-native: moe-oracle has no runtime class, weight layout or emulation twin for it, "
+            "so it cannot build its layer (the engine that wires it runs it).",
+            fix="plan for that engine (moe-oracle plan ... --engine sglang), or build another variant.",
+        )
     if emulated or emulate:
         from moe_oracle.runtime.emulation import EmulatedMegaMoE
 

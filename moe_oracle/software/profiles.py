@@ -163,6 +163,7 @@ def _profile_sglang_0523() -> SoftwareProfile:
             "aiter": LibraryBuild(name="aiter", dist="amd-aiter", version="0.1.20", symbols=_AITER_V2),
             "mori": LibraryBuild(name="mori", dist="amd-mori", version="1.2.4", symbols=frozenset(MORI_SYMBOLS)),
             "flydsl": LibraryBuild(name="flydsl", dist="flydsl", version="0.3.1"),
+            "flashinfer": LibraryBuild(name="flashinfer", dist="flashinfer-python", version="0.7.2"),
         },
     )
 

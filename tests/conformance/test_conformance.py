@@ -46,6 +46,10 @@ from tests.runtime.conftest import PRESETS, twin_experts, twin_setup
 
 VARIANTS = load_registry().variants
 IDS = [v.key for v in VARIANTS]
+#: Variants moe-oracle's runtime builds (a runtime class); the others are engine-native (``runtime=None``).
+BUILT = tuple(v for v in VARIANTS if v.runtime)
+BUILT_IDS = [v.key for v in BUILT]
+ENGINE_NATIVE = tuple(v for v in VARIANTS if not v.runtime)
 LAYOUT_HOOK = ("canonical", "allocate", "chunk", "to_kernel", "transform_into", "from_kernel")
 SHAPES = [(3, 512, 256), (2, 1024, 384)]  # I=384: K/32 = 12 exercises AITER's scale padding
 CHECKPOINT_FIELDS = ("w13", "w2", "w13_scale", "w2_scale", "w13_global", "w2_global", "w2_input_scale")
@@ -116,7 +120,7 @@ def test_every_rejection_carries_its_values_rule_fix_and_sources(spec: VariantSp
         assert r.rule in rules or r.code in (ReasonCode.KNOWN_BAD, ReasonCode.ENGINE_UNSUPPORTED), r
 
 
-@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("spec", BUILT, ids=BUILT_IDS)
 def test_runtime_class_implements_its_key(spec: VariantSpec) -> None:
     assert spec.runtime and ":" in spec.runtime
     module, attr = spec.runtime.split(":")
@@ -127,7 +131,7 @@ def test_runtime_class_implements_its_key(spec: VariantSpec) -> None:
         assert cls.SPEC is spec
 
 
-@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("spec", BUILT, ids=BUILT_IDS)
 def test_layout_module_has_the_documented_hook(spec: VariantSpec) -> None:
     assert spec.layout, f"{spec.key} declares no layout"
     layout = importlib.import_module(spec.layout)
@@ -147,7 +151,7 @@ def test_layout_module_has_the_documented_hook(spec: VariantSpec) -> None:
         assert layout.to_kernel == desc.to_kernel and layout.transform_into == desc.transform_into
 
 
-@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("spec", BUILT, ids=BUILT_IDS)
 def test_staging_declaration_builds_the_staging(spec: VariantSpec) -> None:
     """moe-oracle's variants declare their staging (third-party ones may stage in their own kernel class)."""
     if spec.staging is None:
@@ -165,7 +169,7 @@ def test_staging_declaration_builds_the_staging(spec: VariantSpec) -> None:
 # Weight transform: bit-exact round trip
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("spec", BUILT, ids=BUILT_IDS)
 def test_weight_transform_round_trips_bit_exactly(spec: VariantSpec, shape: tuple[int, int, int]) -> None:
     layout = importlib.import_module(spec.layout)
     ex = random_experts(spec, *shape)
@@ -186,7 +190,7 @@ def test_weight_transform_round_trips_bit_exactly(spec: VariantSpec, shape: tupl
 # Emulation twin vs the FP32 reference
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("preset", PRESETS)
-@pytest.mark.parametrize("spec", VARIANTS, ids=IDS)
+@pytest.mark.parametrize("spec", BUILT, ids=BUILT_IDS)
 def test_twin_within_recipe_tolerance(spec: VariantSpec, preset: str) -> None:
     setup = twin_setup(preset)
     g, _, _, x, ids, w, _ = setup
@@ -202,3 +206,14 @@ def test_twin_within_recipe_tolerance(spec: VariantSpec, preset: str) -> None:
     if spec.recipe.l1_input is not ActQuant.BF16:
         assert diff > 1e-5  # the twin does quantize
     assert rel_l2(y.float(), ref) < (2.5 * tol) ** 0.5
+
+
+@pytest.mark.parametrize("spec", ENGINE_NATIVE, ids=[v.key for v in ENGINE_NATIVE])
+def test_engine_native_variant_is_never_built_by_moe_oracle(spec: VariantSpec) -> None:
+    """``runtime=None``: no layout or staging is declared, and build_layer refuses the real key and the twin."""
+    from moe_oracle.runtime.errors import BackendUnavailableError
+
+    assert spec.layout is None and spec.staging is None
+    for key in (spec.key, f"emulation:{spec.variant}"):
+        with pytest.raises(BackendUnavailableError, match="engine-native"):
+            build_layer(key, None)  # type: ignore[arg-type]  # refused before the config is read

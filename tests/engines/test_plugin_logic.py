@@ -81,7 +81,7 @@ def test_auto_on_b200_sets_deep_gemm_mega_moe() -> None:
         line.endswith("deep_gemm_mega_moe:sm100_fp8xfp4 (accuracy class standard)") for line in groups
     )
     rejected = [line for line in out.table if line.startswith("    ") and "[" in line]
-    assert len(rejected) == 7  # one line per rejected candidate (identical for every group: listed once)
+    assert len(rejected) == 9  # one line per rejected candidate (identical for every group: listed once)
     assert any("set kernel_config.moe_backend = deep_gemm_mega_moe" in line for line in out.table)
     assert out.fingerprint and out.fingerprint.startswith("sha256:")
 

@@ -207,9 +207,16 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
 
     from sglang.srt.models.registry import ModelRegistry
 
-    megamoe = getattr(view, "moe_a2a_backend", None) == "megamoe"
+    a2a = getattr(view, "moe_a2a_backend", None)
     argv = plan.commands[0].argv
     engine_route = "--moe-a2a-backend" in argv  # SGLang's own megamoe (else moe-oracle's plug-in, SGLANG_PLUGINS)
+    if plan.backend == "flashinfer_megamoe":
+        # FlashInfer's MegaMoE: SGLang's moe_hook validated the model, quantization and attention DP and resolved
+        # the runner (arg_groups/moe_hook.py:237-339); its MoE method calls flashinfer.moe_ep, not mega_moe.py
+        assert engine_route and a2a == "flashinfer_megamoe", (plan.backend, argv)
+        COUNTS["plans naming flashinfer_megamoe that SGLang's moe_hook accepts"] += 1
+        return
+    megamoe = a2a == "megamoe"
     assert megamoe == engine_route, (plan.backend, argv)
     row = MC.model_class("sglang", plan.architecture)
     if row is not None:
@@ -319,7 +326,8 @@ def test_plan_passes_sglang(name: str, request_: PlanRequest) -> None:
             if not _resolve(server_args):
                 # the rest of the pipeline cannot run here: check the megamoe hooks on a fresh record
                 server_args = prepare_server_args(argv)
-                _megamoe_hooks(server_args)
+                if plan.backend != "flashinfer_megamoe":
+                    _megamoe_hooks(server_args)
             view = resolving_view(server_args)
             per_rank = _derived(plan, "sglang_prefill_tokens_per_rank")
             if per_rank and getattr(server_args, "_resolution_finished", False):
@@ -340,6 +348,13 @@ def _resolve(server_args: object) -> bool:
         if "NVIDIA driver" not in str(exc) and "CUDA" not in str(exc):
             raise
         COUNTS["resolution stopped at a hook that asks torch.cuda directly (model_hook.py:341)"] += 1
+        return False
+    except ValueError as exc:
+        # moe_hook.py:335-339: after validating the model, quantization, attention DP and runner, the flashinfer_megamoe
+        # hook asks is_sm100_supported(), which reads torch.cuda (not the platform override)
+        if "requires an SM100-family CUDA device" not in str(exc):
+            raise
+        COUNTS["flashinfer_megamoe hook passed up to is_sm100_supported (asks torch.cuda directly)"] += 1
         return False
     COUNTS["commands resolved (whole start-up pipeline)"] += 1
     return True

@@ -41,7 +41,16 @@ LAUNCH_FLAGS: tuple[str, ...] = (
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
 MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin",)
 
-MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe",)
+MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe", "flashinfer_megamoe")
+
+#: moe-oracle's backend -> SGLang's ``--moe-a2a-backend`` that runs it (``arg_groups/choices.py:140-166``).
+_A2A_OF_BACKEND: dict[str, str] = {"flashinfer_megamoe": "flashinfer_megamoe"}
+
+
+def a2a_backend(backend: str) -> str:
+    """The ``--moe-a2a-backend`` value that serves ``backend`` (SGLang's ``megamoe`` unless declared above)."""
+    return _A2A_OF_BACKEND.get(backend, "megamoe")
+
 
 ENGINE_ENV: dict[str, str] = {
     "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK": "8192",

@@ -1,0 +1,1 @@
+"""``flashinfer_megamoe``: FlashInfer's CuTeDSL MegaMoE (``flashinfer.moe_ep``), reachable only inside SGLang."""
