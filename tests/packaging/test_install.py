@@ -25,6 +25,8 @@ EXPECTED = {
     "deep_gemm_mega_moe:sm100_fp8xfp8",
     "deep_gemm_mega_moe:sm100_nvfp4",
     "deep_gemm_mega_moe:sm100_bf16",
+    "flashinfer_megamoe:sm100_mxfp8xmxfp8",
+    "flashinfer_megamoe:sm100_nvfp4xnvfp4",
     "aiter_mega_moe:gfx950_a8w4",
     "aiter_mega_moe:gfx950_a4w4",
 }
