@@ -100,7 +100,7 @@ def build_layer(
         spec, emulated = resolve_variant(key_or_spec)
     else:
         spec, emulated = key_or_spec, False
-    if not spec.runtime:
+    if not spec.runtime and not spec.layout:
         raise BackendUnavailableError(
             f"{spec.key} is engine-native: moe-oracle has no runtime class, weight layout or emulation twin for it, "
             "so it cannot build its layer (the engine that wires it runs it).",

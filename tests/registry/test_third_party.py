@@ -71,7 +71,7 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Env:
 def test_list_backends_and_probe(toy: Env) -> None:
     rows = json.loads(toy.cli("list", "backends", "--json").stdout)
     keys = [f"{r['backend']}:{r['variant']}" for r in rows]
-    assert KEY in keys and len(keys) == 9
+    assert KEY in keys and len(keys) == 11
     assert "failed to load" not in toy.cli("list", "backends").stderr
     probe = json.loads(toy.cli("probe", "--json").stdout)
     lib = probe["libraries"]["toy_kernels"]

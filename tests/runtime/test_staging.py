@@ -19,7 +19,9 @@ from moe_oracle.runtime.actquant import (
 from moe_oracle.runtime.staging import StagingSpec, repack_topk, stage_into
 
 #: moe-oracle's own variants, by name (each declares its staging; the conformance suite covers third-party ones)
-STAGING = {spec.variant: spec for spec in load_registry().variants if load_registry().origin(spec).builtin}
+STAGING = {
+    spec.variant: spec for spec in load_registry().variants if load_registry().origin(spec).builtin and spec.staging
+}
 
 
 def _bits(t):
