@@ -147,9 +147,12 @@ class Fit:
             + (f" = {self.share.flag}" if self.share.flag else "")
             + f": {self.usable_bytes / GIB:.1f} GiB)"
         ]
+        kv = "KV cache (what remains)"
+        width = max(len(kv), *(len(item.label) for item in self.items))  # every figure in one column
         for item in self.items:
-            out.append(f"  {item.label:<34} {item.bytes / GIB:8.2f} GiB" + (f"  {item.detail}" if item.detail else ""))
-        out.append(f"  {'KV cache (what remains)':<34} {self.kv_bytes / GIB:8.2f} GiB")
+            detail = f"  {item.detail}" if item.detail else ""
+            out.append(f"  {item.label:<{width}} {item.bytes / GIB:8.2f} GiB{detail}")
+        out.append(f"  {kv:<{width}} {self.kv_bytes / GIB:8.2f} GiB")
         if self.max_context is not None:
             cap = f" of the model's {self.model_context:,}" if self.model_context else ""
             out.append(f"  longest single sequence the KV cache holds: {self.max_context:,} tokens{cap}")
