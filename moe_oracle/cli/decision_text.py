@@ -52,6 +52,8 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
         f"tp {par.tp}  dp {par.dp}  ep {par.ep}  pp {par.pp}  max tokens/rank {par.max_num_batched_tokens}  "
         f"engine {decision.engine.value}  software {decision.software.name} ({escape(doc['software']['origin'])})"
     )
+    workload = escape(decision.workload.label)
+    con.print(f"costs: us per MoE layer call, weighted over the workload ({workload}; tokens per rank)")
     if decision.override is not None:
         con.print(f"override: --moe-backend {decision.override}")
     for line in decision.model.assumptions:
