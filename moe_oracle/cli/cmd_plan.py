@@ -53,7 +53,6 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     env = env_from(kw.pop("env_items"))
     check_engine_software(engine, kw.get("software"))
     proposed = layout_given() is False
-    kw.pop("all_reasons", None)
     conversion = conversion_from(kw)
     decode_tokens = decode_tokens_from(kw)
     flags = flags_from(kw)
@@ -116,11 +115,12 @@ def plan(model: str | None, **kw: Any) -> None:
         return
     from moe_oracle.plan.build import build_plan
 
+    all_reasons = kw.pop("all_reasons", False)
     plan_obj = build_plan(request_from(model, kw))
-    emit(plan_obj, as_json)
+    emit(plan_obj, as_json, all_reasons=all_reasons)
 
 
-def emit(plan_obj: Any, as_json: bool) -> None:
+def emit(plan_obj: Any, as_json: bool, *, all_reasons: bool = False) -> None:
     for w in plan_obj.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:
@@ -128,4 +128,4 @@ def emit(plan_obj: Any, as_json: bool) -> None:
         return
     from moe_oracle.plan.render import render_text
 
-    click.echo(render_text(plan_obj), nl=False)
+    click.echo(render_text(plan_obj, all_reasons=all_reasons), nl=False)

@@ -50,7 +50,10 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
     return out
 
 
-def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list[str]:
+def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None, all_reasons: bool = False) -> list[str]:
+    """The decision per layer group, then the rejected candidates of the first group: each with its first reason
+    (and the other codes), candidates built only for another GPU on one line; ``all_reasons`` (``--all-reasons``)
+    lists every reason of every rejected candidate with its fix."""
     out = []
     shown_validation: set[str] = set()
     for g in plan.groups:
@@ -64,11 +67,15 @@ def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None) -> list
         if g.get("validation") and g["validation"] not in shown_validation:
             shown_validation.add(g["validation"])
             out.append(f"  validated: {g['validation']}")
-    arch_only = [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
+    arch_only = [] if all_reasons else [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
     shown = [r for r in plan.rejected if r["candidate"] not in arch_only]
     if shown or arch_only:
         out.append(f"rejected for layer group {plan.groups[0]['name']}:")
     for r in shown[:max_rejected]:
+        if all_reasons:
+            out.append(f"  {r['candidate']}:")
+            out += [f"    [{x['code']}] {x['message']}. Fix: {x['fix']}" for x in r["reasons"]]
+            continue
         first = r["reasons"][0]
         more = [code for code in dict.fromkeys(r["codes"]) if code != first["code"]]
         tail = f" (also: {', '.join(more)})" if more else ""
@@ -121,13 +128,13 @@ def command_blocks(plan: LaunchPlan) -> list[tuple[str, str]]:
     return [(cmd.where, cmd.shell()) for cmd in plan.commands]
 
 
-def render_text(plan: LaunchPlan) -> str:
+def render_text(plan: LaunchPlan, *, all_reasons: bool = False) -> str:
     lines = [f"# moe-oracle plan: {headline(plan)}", ""]
     lines += summary_lines(plan)
     for w in plan.warnings:
         lines.append(f"warning: {w}")
     lines += ["", "## Decision"]
-    lines += decision_lines(plan)
+    lines += decision_lines(plan, all_reasons=all_reasons)
     if plan.replicas is not None:
         lines += ["", "## Expert parallelism across domains"]
         lines += replica_lines(plan)

@@ -83,3 +83,17 @@ def test_compare_shows_a_column_that_does_not_fit():
     )  # fmt: skip
     assert r.code == 0, r.err
     assert "DOES NOT FIT" in r.out and "[DEPLOYMENT_MEMORY_EXCEEDED]" in r.out
+
+
+def test_plan_all_reasons_lists_every_reason_with_its_fix():
+    args = ("plan", "deepseek-ai/DeepSeek-V4-Flash", "--device", "h200", "--engine", "vllm")
+    short = cli(*args)
+    full = cli(*args, "--all-reasons")
+    assert short.code == 0 and full.code == 0, (short.err, full.err)
+    assert "ARCH_UNSUPPORTED only (built for another GPU)" in short.out
+    assert "ARCH_UNSUPPORTED only" not in full.out
+    # a4w4's second and third reasons, each with its fix, appear only in the full trail
+    assert "(also: EP_SIZE_UNSUPPORTED, KERNEL_MISSING)" in short.out
+    assert "    [EP_SIZE_UNSUPPORTED] ep=8; a4w4 runs only through the inter-node backend" in full.out
+    assert "    [KERNEL_MISSING]" in full.out and ". Fix: " in full.out
+    assert full.out.split("## Launch")[1] == short.out.split("## Launch")[1]  # the plan itself is the same
