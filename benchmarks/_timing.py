@@ -31,6 +31,33 @@ def _flush_buffer() -> torch.Tensor:
     return _FLUSH[0]
 
 
+def _prepared(fn: Callable[[], object], graph: bool) -> Callable[[], object]:
+    """``fn`` after three warm-up calls: the replay of its captured CUDA graph, or ``fn`` itself."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    if not graph:
+        return fn
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
+def _timed(run: Callable[[], object], flush: torch.Tensor | None, before: Callable[[], object] | None = None) -> float:
+    """Microseconds of one call of ``run`` by CUDA events (``flush`` zeroed and ``before`` run first, untimed)."""
+    if flush is not None:
+        flush.zero_()
+    if before is not None:
+        before()
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
+    run()
+    e.record()
+    e.synchronize()
+    return s.elapsed_time(e) * 1e3
+
+
 def time_us(
     fn: Callable[[], object],
     reps: int = 20,
@@ -43,29 +70,9 @@ def time_us(
 
     ``before`` runs ahead of each timed call, outside the timing (``dist.barrier`` aligns the ranks).
     """
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    run: Callable[[], object] = fn
-    if graph:
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fn()
-        run = g.replay
+    run = _prepared(fn, graph)
     buf = _flush_buffer() if flush else None
-    times = []
-    for _ in range(reps):
-        if buf is not None:
-            buf.zero_()
-        if before is not None:
-            before()
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        run()
-        e.record()
-        e.synchronize()
-        times.append(s.elapsed_time(e) * 1e3)
-    return statistics.median(times)
+    return statistics.median(_timed(run, buf, before) for _ in range(reps))
 
 
 def copy_bandwidth(nbytes: int = (4 << 30) - (64 << 20)) -> float:
@@ -153,18 +160,7 @@ def time_interleaved(
     condition: Condition | None = None,
 ) -> dict[str, Timing]:
     """Median microseconds per call of each path, measured interleaved round by round (module docstring)."""
-    runs: dict[str, Callable[[], object]] = {}
-    for name, fn in fns.items():
-        for _ in range(3):
-            fn()
-        torch.cuda.synchronize()
-        if graph:
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g):
-                fn()
-            runs[name] = g.replay
-        else:
-            runs[name] = fn
+    runs = {name: _prepared(fn, graph) for name, fn in fns.items()}
     buf = _flush_buffer() if flush else None
     names = list(runs)
     samples: dict[str, list[float]] = {n: [] for n in names}
@@ -172,16 +168,7 @@ def time_interleaved(
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
-            times = []
-            for _ in range(reps_per_round):
-                if buf is not None:
-                    buf.zero_()
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
-                runs[name]()
-                e.record()
-                e.synchronize()
-                times.append(s.elapsed_time(e) * 1e3)
+            times = [_timed(runs[name], buf) for _ in range(reps_per_round)]
             samples[name] += times
             per_round[name].append(statistics.median(times))
         if condition is not None:

@@ -46,24 +46,10 @@ def predictions(by_shape: dict[str, dict[str, Calibration]], three_term: bool) -
     for shape, paths in by_shape.items():
         for path, cal in paths.items():
             others = tuple(by_shape[s][path] for s in by_shape if s != shape and path in by_shape[s])
-            f = fit_pooled(others) if not three_term else _three_term(others)
+            f = fit_pooled(others, THREE_TERM if three_term else None)
             for (x, _), (t, _, _) in zip(calibration_features(cal), cal.points, strict=True):
-                out[(shape, path, t)] = f(x) if three_term else f.predict(x)
+                out[(shape, path, t)] = f.predict(x)
     return out
-
-
-def _three_term(cals: tuple[Calibration, ...]):
-    """The previous model, refit here on the same points: least squares on relative error, non-negative."""
-    from moe_oracle.cost.calibration import _solve
-
-    points = [p for c in cals for p in calibration_features(c)]
-    rows, ys = [r for r, _ in points], [y for _, y in points]
-    use = [i in THREE_TERM for i in range(len(rows[0]))]
-    coef = _solve(rows, ys, tuple(use))
-    while any(c < 0 for c in coef) and sum(use) > 1:
-        use[min(range(len(use)), key=lambda i: coef[i] if use[i] else float("inf"))] = False
-        coef = _solve(rows, ys, tuple(use))
-    return lambda x: sum(max(c, 0.0) * v for c, v in zip(coef, x, strict=True))
 
 
 def main() -> None:

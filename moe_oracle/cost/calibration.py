@@ -183,17 +183,21 @@ def calibration_features(cal: Calibration) -> list[tuple[tuple[float, ...], floa
 
 
 @lru_cache(maxsize=64)
-def fit_pooled(cals: tuple[Calibration, ...]) -> Fit:
+def fit_pooled(cals: tuple[Calibration, ...], terms: tuple[int, ...] | None = None) -> Fit:
     """Fit the model to the points of several calibrations at once (one variant, several shapes): each point's
     features come from its own shape, so the coefficients are what the shapes share. One shape cannot tell a
     cost per local expert from the fixed cost, nor a cost per token pair from one per TFLOP (each pair is
-    proportional there): its fit has the fixed, MB and TFLOP terms; with fewer points than that, fixed and MB."""
+    proportional there): its fit has the fixed, MB and TFLOP terms; with fewer points than that, fixed and MB.
+    ``terms`` (indices into :data:`TERMS`) restricts the fit to those terms (a benchmark scoring a smaller model)."""
     points = [p for cal in cals for p in calibration_features(cal)]
     rows, ys = [r for r, _ in points], [y for _, y in points]
     shapes = {(c.hidden_size, c.moe_intermediate_size, c.num_experts // c.ep, c.top_k) for c in cals}
-    use = [True] * len(TERMS) if len(shapes) > 1 else [True, False, True, True, False]
-    if len(rows) < sum(use):
-        use = [True, False, True, False, False]
+    if terms is not None:
+        use = [i in terms for i in range(len(TERMS))]
+    else:
+        use = [True] * len(TERMS) if len(shapes) > 1 else [True, False, True, True, False]
+        if len(rows) < sum(use):
+            use = [True, False, True, False, False]
     coef = _solve(rows, ys, tuple(use))
     while any(c < 0 for c in coef) and sum(use) > 1:
         worst = min(range(len(use)), key=lambda i: coef[i] if use[i] else float("inf"))
