@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from moe_oracle.model.types import BF16, Footprint, Part, QuantSpec, linear_bytes
+from moe_oracle.model.types import BF16, Footprint, Part, PartKind, QuantSpec, linear_bytes
 
-__all__ = ["ATTENTION_KINDS", "AttentionKind", "Footprint", "Part", "linear_bytes", "read_footprint"]
+__all__ = ["ATTENTION_KINDS", "AttentionKind", "Footprint", "Part", "PartKind", "linear_bytes", "read_footprint"]
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -100,7 +100,11 @@ def _dsv4_extra(cfg: _Cfg, layers: _Layers) -> list[Part]:
     hc_bytes = (layers.n + layers.mtp) * 2 * 4 * mix * hc * h if hc > 1 else 0
     hash_layers = cfg.int("num_hash_layers", 0)
     table = hash_layers * cfg.int("vocab_size") * cfg.int("num_experts_per_tok") * 4
-    return [Part(name="compressors and indexers", linear=tuple(comp), raw_bytes=raw + hc_bytes + table)]
+    return [
+        Part(name="compressors and indexers", kind=PartKind.ATTENTION, linear=tuple(comp), raw_bytes=raw),
+        Part(name="hyper-connection mixers", kind=PartKind.OTHER, raw_bytes=hc_bytes),
+        Part(name="hash-routing tables", kind=PartKind.ROUTER, raw_bytes=table),
+    ]
 
 
 # --- KV bytes per token ------------------------------------------------------------------------------------------
@@ -196,38 +200,73 @@ def _read(
     h, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     dense_att, bf16_att, raw_att = kind.attention(cfg)
     moe_layers = n - layers.dense
+    tied = config.get("tie_word_embeddings") is True
     parts = [
-        Part(name="attention", linear=tuple((n, a, b) for a, b in dense_att), fmt=fmt, raw_bytes=n * raw_att),
-        Part(name="attention (bf16 parts)", linear=tuple((n, a, b) for a, b in bf16_att)),
-        Part(name="router", linear=((moe_layers, experts, h),), raw_bytes=moe_layers * 4 * experts),
-        Part(name="embeddings and head", linear=((2 if not config.get("tie_word_embeddings") else 1, vocab, h),)),
-        Part(name="norms", raw_bytes=2 * h * (2 * n + 1)),
+        Part(
+            name="attention",
+            kind=PartKind.ATTENTION,
+            linear=tuple((n, a, b) for a, b in dense_att),
+            fmt=fmt,
+            raw_bytes=n * raw_att,
+        ),
+        Part(name="attention (bf16 parts)", kind=PartKind.ATTENTION, linear=tuple((n, a, b) for a, b in bf16_att)),
+        Part(
+            name="router", kind=PartKind.ROUTER, linear=((moe_layers, experts, h),), raw_bytes=moe_layers * 4 * experts
+        ),
+        Part(
+            name="embeddings (tied: also the LM head)" if tied else "embeddings",
+            kind=PartKind.EMBEDDING,
+            linear=((1, vocab, h),),
+        ),
+        Part(name="norms", kind=PartKind.NORM, raw_bytes=2 * h * (2 * n + 1)),
     ]
+    if not tied:
+        parts.append(Part(name="LM head", kind=PartKind.HEAD, linear=((1, vocab, h),)))
     if shared is not None and shared[0]:
         count, sh, si = shared
         parts.append(
             Part(
-                name="shared experts", linear=((moe_layers, count * si, sh), (2 * moe_layers, sh, count * si)), fmt=fmt
+                name="shared experts",
+                kind=PartKind.SHARED_EXPERTS,
+                linear=((moe_layers, count * si, sh), (2 * moe_layers, sh, count * si)),
+                fmt=fmt,
             )
         )
     if layers.dense:
         inter = cfg.int("intermediate_size")
         parts.append(
-            Part(name="dense MLP layers", linear=((2 * layers.dense, inter, h), (layers.dense, h, inter)), fmt=fmt)
+            Part(
+                name="dense MLP layers",
+                kind=PartKind.DENSE_MLP,
+                linear=((2 * layers.dense, inter, h), (layers.dense, h, inter)),
+                fmt=fmt,
+            )
         )
     if kind.extra is not None:
         parts += kind.extra(cfg, _Layers(n, 0, layers.dense))
     if mtp:
-        mtp_linear = [(mtp, a, b) for a, b in dense_att]
+        mtp_linear = tuple((mtp, a, b) for a, b in dense_att)
+        mtp_parts = [
+            Part(
+                name="MTP attention",
+                kind=PartKind.ATTENTION,
+                linear=mtp_linear,
+                fmt=fmt,
+                raw_bytes=mtp * raw_att,
+                mtp=True,
+            )
+        ]
         if kind.mtp_embeds:
-            mtp_linear.append((mtp, h, 2 * h))
-        mtp_parts = [Part(name="MTP attention", linear=tuple(mtp_linear), fmt=fmt, raw_bytes=mtp * raw_att, mtp=True)]
-        mtp_parts.append(Part(name="MTP router", linear=((mtp, experts, h),), mtp=True))
+            mtp_parts.append(
+                Part(name="MTP input projection", kind=PartKind.OTHER, linear=((mtp, h, 2 * h),), fmt=fmt, mtp=True)
+            )
+        mtp_parts.append(Part(name="MTP router", kind=PartKind.ROUTER, linear=((mtp, experts, h),), mtp=True))
         if shared is not None and shared[0]:
             count, sh, si = shared
             mtp_parts.append(
                 Part(
                     name="MTP shared experts",
+                    kind=PartKind.SHARED_EXPERTS,
                     linear=((mtp, count * si, sh), (2 * mtp, sh, count * si)),
                     fmt=fmt,
                     mtp=True,

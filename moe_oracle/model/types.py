@@ -330,11 +330,39 @@ def _cdiv(a: int, b: int) -> int:
 BF16 = QuantSpec(format=WeightFormat.BF16)
 
 
+class PartKind(str, Enum):
+    """What a :class:`Part` is, so an engine's layout can place it (replicated per attention-DP rank, split over
+    TP, one copy per pipeline stage...): a closed set; ``mtp`` on the part says whether it belongs to the MTP
+    layers, independently of its kind."""
+
+    #: Attention projections of every kind (MHA/GQA, MLA, linear attention, DSA indexers and compressors),
+    #: their biases, q/k norms and sinks.
+    ATTENTION = "attention"
+    #: The token embedding table (also the LM head when the model ties them: then no HEAD part exists).
+    EMBEDDING = "embedding"
+    #: The LM head (output projection over the vocabulary), when not tied to the embedding.
+    HEAD = "head"
+    SHARED_EXPERTS = "shared_experts"
+    #: The per-token sigmoid gate in front of the shared experts (Qwen2/Qwen3-Next ``shared_expert_gate``).
+    SHARED_EXPERT_GATE = "shared_expert_gate"
+    #: Dense MLP layers (layers without routed experts).
+    DENSE_MLP = "dense_mlp"
+    #: Routers (gate weights and biases), and hash-routing tables.
+    ROUTER = "router"
+    #: RMS/layer norms.
+    NORM = "norm"
+    #: A vision (or other modality) encoder and its projector.
+    VISION = "vision"
+    #: Anything else (MTP input projections, hyper-connection mixers).
+    OTHER = "other"
+
+
 class Part(_Frozen):
     """One kind of weight: ``linear`` is a tuple of ``(count, N, K)`` matrices stored in ``fmt``;
     ``raw_bytes`` is what is stored outside any format (norms, fp32 tables, biases)."""
 
     name: str
+    kind: PartKind
     linear: tuple[tuple[int, int, int], ...] = ()
     fmt: QuantSpec = BF16
     raw_bytes: int = 0
@@ -367,6 +395,20 @@ class Footprint(_Frozen):
 
     def bytes(self, *, mtp_built: bool) -> int:
         return sum(p.bytes for p in self.parts if mtp_built or not p.mtp)
+
+    def bytes_by_kind(self, *, mtp_built: bool) -> dict[PartKind, int]:
+        """Bytes of each kind present (MTP parts only when built), in :class:`PartKind` order."""
+        out: dict[PartKind, int] = {}
+        for kind in PartKind:
+            total = sum(p.bytes for p in self.parts if p.kind is kind and (mtp_built or not p.mtp))
+            if total:
+                out[kind] = total
+        return out
+
+    @property
+    def tied_embeddings(self) -> bool:
+        """The LM head is the embedding table (one EMBEDDING part, no HEAD part)."""
+        return not any(p.kind is PartKind.HEAD for p in self.parts)
 
     def params(self, *, mtp: bool = True) -> int:
         return sum(p.params for p in self.parts if mtp or not p.mtp)
