@@ -39,6 +39,9 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("Kimi-K3 (latent MoE, SiTU)", "moonshotai--Kimi-K3"),
     ("Gemma-4 (GELU experts)", "google--gemma-4-26B-A4B"),
     ("Nemotron-H (ReLU² experts)", "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"),
+    ("MiniMax-M3 (swigluoai)", "MiniMaxAI--MiniMax-M3"),
+    ("MiMo-V2", "XiaomiMiMo--MiMo-V2-Flash"),
+    ("Laguna", "poolside--Laguna-XS.2-FP8"),
 )
 
 
@@ -69,7 +72,7 @@ def render_families(command: str) -> str:
     from moe_oracle.errors import BadInputError
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.adapters import describe_config, describe_model
-    from moe_oracle.model.adapters.families import REFUSED
+    from moe_oracle.model.adapters.families import FAMILIES, REFUSED
     from moe_oracle.model.types import layer_span
 
     advisories = load_advisories()
@@ -77,7 +80,7 @@ def render_families(command: str) -> str:
     deployments = {d: build_deployment(DeploymentFlags(device=d, dp=8, ep=8), {})[0] for d in DEVICES}
     lines = generated_header(command, "MoE families x devices: what the oracle reads and decides")
     lines += [
-        "Every family of `docs/families.md`, from a real public config (`tests/fixtures/models`, "
+        "Every MoE family of the project's family reference, from a real public config (`tests/fixtures/models`, "
         "provenance in its `PROVENANCE.md`), judged at DP8 + EP8 on one node with every known kernel build "
         "(`--software all`, no engine). A cell is the oracle's choice (★) for the main layer group, or each fused "
         "variant of that device's architecture with the reason codes that refuse it (`docs/reason-codes.md`). "
@@ -106,6 +109,20 @@ def render_families(command: str) -> str:
             cells.append(_cell(decision))
         rows.append([label, f"`{folder}`", shape, *cells])
     lines += md_table(header, rows)
+    described = {describe_model(str(FIXTURES / folder)).family for _, folder in ROWS}
+    lines += [
+        "",
+        "## Read by name, no public config in the fixtures",
+        "",
+        "Each is read by the rule of its family (its names, as vLLM 0.33 / SGLang 0.5.23 register them, in "
+        "`moe_oracle/model/adapters/families.py`); a test checks the names and key spellings on a minimal config.",
+        "",
+    ]
+    for rules, archs, types in FAMILIES:
+        if rules.family not in described:
+            names = ", ".join(f"`{name}`" for name in (*archs, *types))
+            implied = f": {md_cell(rules.implied[0])}" if rules.implied else ""
+            lines.append(f"- **{rules.family}** ({names}){implied}")
     lines += ["", "## Refused by name", ""]
     for refusal in REFUSED:
         try:

@@ -36,6 +36,9 @@ SHAPE = {
     "google--gemma-4-26B-A4B": ("gemma4", 30, 2816, 704, 128, 8, 0, 0, False),
     "moonshotai--Kimi-K3": ("kimi_k3", 92, 3584, 3072, 896, 16, 2, 6144, False),
     "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("nemotron_h", 23, 2688, 1856, 128, 6, 1, 3712, False),
+    "MiniMaxAI--MiniMax-M3": ("minimax_m3", 57, 6144, 3072, 128, 4, 1, 3072, False),
+    "XiaomiMiMo--MiMo-V2-Flash": ("mimo_v2", 47, 4096, 2048, 256, 8, 0, 0, False),
+    "poolside--Laguna-XS.2-FP8": ("laguna", 39, 2048, 512, 256, 8, 1, 512, False),
 }
 # fixture -> (weights, activation, scoring, correction bias, renormalize, weight on input, expert bias)
 SEMANTICS = {
@@ -58,6 +61,9 @@ SEMANTICS = {
     "google--gemma-4-26B-A4B": ("bf16", "gelu", "softmax", False, True, False, False),
     "moonshotai--Kimi-K3": ("mxfp4 g32 ue8m0", "situ a4 b25", "sigmoid", True, True, False, False),
     "nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16": ("bf16", "relu2", "sigmoid", True, True, False, False),
+    "MiniMaxAI--MiniMax-M3": ("bf16", "swigluoai clamp 7", "sigmoid", True, True, False, False),
+    "XiaomiMiMo--MiMo-V2-Flash": ("fp8_block 128x128 fp32", "swiglu", "sigmoid", True, True, False, False),
+    "poolside--Laguna-XS.2-FP8": ("fp8_block 128x128 fp32", "swiglu", "sigmoid", True, True, False, False),
 }
 EXPECTED = {name: SHAPE[name] + SEMANTICS[name] for name in SHAPE}
 

@@ -85,6 +85,8 @@ class FamilyRules:
     default_renormalize: bool = True
     #: DeepSeek V4: ``swiglu_limit`` is required and becomes the pre-activation clamp.
     clamp: bool = False
+    #: DeepseekV2MoE-based families (GLM-5-Next, Hunyuan v4): ``swiglu_limit``, when present, is the clamp.
+    optional_clamp: bool = False
     #: DeepSeek V4: first ``num_hash_layers`` layers (or ``hash_moe`` entries) are hash-routed.
     hash_layers: bool = False
     #: DeepSeek V4.1: ``num_hash_layers`` must be absent or 0 (vLLM forces 0).
@@ -117,11 +119,16 @@ class FamilyRules:
     group_keys: Keys = ("n_group",)
     #: Llama-4: the routing weight multiplies the expert's input.
     weight_on_input: bool = False
+    #: Laguna: the boolean key that says so (``moe_apply_router_weight_on_input``).
+    weight_on_input_keys: Keys = ()
     #: ``hidden_act`` values the family may have (the default: SiLU only); see :data:`._keys.ACTIVATIONS`.
     activations: tuple[str, ...] = ("silu",)
     act_keys: Keys = ("hidden_act",)
     #: gpt-oss: swigluoai (alpha 1.702, beta 1, clamp ``swiglu_limit``) on interleaved gate/up rows.
     swigluoai: bool = False
+    #: MiniMax-M3: ``hidden_act: swigluoai`` with ``swiglu_alpha`` / ``swiglu_beta`` / ``swiglu_limit`` from the
+    #: config (vLLM's MiniMaxM3Config defaults 1.702 / 1.0 / 7.0), gate and up stacked, not interleaved.
+    swigluoai_keys: bool = False
     #: gpt-oss: the routed experts' projections have biases.
     expert_bias: bool = False
     #: Module names under ``model.layers.<i>``: the MoE block, its experts and its shared expert(s).
@@ -234,7 +241,10 @@ def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[
                     fix="make the two agree",
                 )
     else:
-        if view.has("first_k_dense_replace") or view.has("moe_layer_freq"):
+        freq_found = view.lookup("moe_layer_freq")
+        if freq_found is not None and isinstance(freq_found[1], list):
+            roles = _freq_list(view, freq_found, n_layers)
+        elif view.has("first_k_dense_replace") or view.has("moe_layer_freq"):
             first = view.get_int("first_k_dense_replace", lo=0, hi=n_layers, default=0, what="leading dense layers")
             freq = view.get_int("moe_layer_freq", lo=1, hi=MAX_LAYERS, default=1, what="MoE every n-th layer")
             roles = ["routed" if i >= first and i % freq == 0 else None for i in range(n_layers)]
@@ -267,6 +277,19 @@ def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[
             fix="a dense model needs no MoE backend; otherwise fix the schedule",
         )
     return layers
+
+
+def _freq_list(view: ConfigView, found: tuple[str, Any], n_layers: int) -> list[str | None]:
+    """``moe_layer_freq`` as one flag per layer (MiniMax-M3, MiMo-V2: non-zero = MoE; vLLM minimax_m3
+    ``_is_moe_layer``, mimo_v2 ``is_moe_layer`` read the list alone, not ``first_k_dense_replace``)."""
+    path, flags = found
+    if len(flags) != n_layers:
+        raise view.error(
+            path, flags, f"it has {len(flags)} entries but num_hidden_layers is {n_layers}", fix="give one per layer"
+        )
+    for index, flag in enumerate(flags):
+        check_int(flag, path=f"{path}[{index}]", lo=0, hi=MAX_LAYERS, model_id=view.model_id)
+    return ["routed" if flag else None for flag in flags]
 
 
 def _site(rules: FamilyRules, role: str, index: int, n_layers: int) -> Site:
@@ -363,7 +386,8 @@ def _routing(view: ConfigView, rules: FamilyRules, shape: _Shape) -> tuple[Routi
         num_groups=groups,
         topk_groups=topk_groups,
         routed_scaling_factor=scale,
-        weight_on_input=rules.weight_on_input,
+        weight_on_input=rules.weight_on_input
+        or (bool(rules.weight_on_input_keys) and view.get_bool(rules.weight_on_input_keys, default=False)),
     )
     hashed = score.model_copy(update={"hash": True, "correction_bias": False})
     return score, hashed
@@ -387,11 +411,19 @@ def _activation(view: ConfigView, rules: FamilyRules) -> Activation:
         alpha = view.get_float(keys.SITU_ALPHA, gt=0.0, hi=1e3, default=1.0, what="SiTU tanh scale")
         beta = view.get_float(keys.SITU_BETA, gt=0.0, hi=1e3, default=1.0, what="SiTU linear scale")
         return Activation(kind=kind, alpha=alpha, beta=beta)
+    if rules.swigluoai_keys and kind is ActivationKind.SWIGLU and act is not None and act[1] == "swigluoai":
+        alpha = view.get_float("swiglu_alpha", gt=0.0, hi=1e3, default=keys.SWIGLUOAI_ALPHA, what="swigluoai alpha")
+        beta = view.get_float("swiglu_beta", gt=-1e3, hi=1e3, default=1.0, what="swigluoai beta (up + beta)")
+        limit = view.get_float("swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, default=7.0, what="swigluoai clamp")
+        return Activation(kind=kind, clamp=limit, alpha=alpha, beta=beta)
     if rules.swigluoai:
         limit = view.get_float(
             "swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, default=7.0, what="swigluoai clamp; gpt-oss uses 7.0"
         )
         return Activation(clamp=limit, alpha=keys.SWIGLUOAI_ALPHA, beta=1.0, interleaved=True)
+    if rules.optional_clamp and view.has("swiglu_limit"):
+        limit = view.get_float("swiglu_limit", gt=0.0, hi=MAX_SWIGLU_LIMIT, what="SwiGLU pre-activation clamp")
+        return Activation(kind=kind, clamp=limit)
     if not rules.clamp:
         return Activation(kind=kind)
     limit = view.get_float(

@@ -14,7 +14,7 @@ from __future__ import annotations
 EXPERTS_DEEPSEEK = ("n_routed_experts",)  # DeepSeek, Kimi-K2, GLM, MiMo-V2
 EXPERTS_QWEN = ("num_experts",)  # Qwen2/3-MoE, Qwen3-Next/3.5, Bailing, Gemma-4
 EXPERTS_LOCAL = ("num_local_experts",)  # Mixtral, gpt-oss, Llama-4, MiniMax-M2
-EXPERTS_MOE = ("moe_num_experts",)  # ERNIE-4.5, Step3
+EXPERTS_MOE = ("moe_num_experts",)  # ERNIE-4.5, Step3, Aria
 
 EXPERTS_KIMI_K3 = ("num_experts",)
 
@@ -25,10 +25,12 @@ TOPK_ERNIE = ("moe_k",)
 TOPK_STEP = ("moe_top_k",)
 TOPK_GEMMA = ("top_k_experts",)
 TOPK_KIMI_K3 = ("num_experts_per_token",)
+TOPK_ARIA = ("moe_topk",)
 
 #: Width I of one routed expert.
 WIDTH_MOE = ("moe_intermediate_size",)  # Qwen*, DeepSeek/GLM/Kimi, ERNIE, Step, Bailing, Gemma-4
-WIDTH_DENSE_KEY = ("intermediate_size",)  # Mixtral, gpt-oss, Llama-4, MiniMax-M2 (their MLPs are all MoE)
+WIDTH_DENSE_KEY = ("intermediate_size",)  # Mixtral, gpt-oss, Llama-4, MiniMax-M2/M3, Aria
+WIDTH_HY_V3 = ("expert_hidden_dim", "moe_intermediate_size")  # vLLM hy_v3.py reads expert_hidden_dim
 
 #: Shared experts.
 SHARED_COUNT_DEEPSEEK = ("n_shared_experts",)
@@ -47,6 +49,10 @@ BIAS_BAILING = ("moe_router_enable_expert_bias",)
 RENORM = ("norm_topk_prob",)
 RENORM_STEP = ("norm_expert_weight",)
 SCALING = ("routed_scaling_factor",)
+SCALING_HY_V3 = ("router_scaling_factor",)
+SCALING_LAGUNA = ("moe_routed_scaling_factor",)
+WEIGHT_ON_INPUT_LAGUNA = ("moe_apply_router_weight_on_input",)
+RENORM_HY_V3 = ("route_norm",)
 SCORING_KIMI_K3 = ("moe_router_activation_func",)
 RENORM_KIMI_K3 = ("moe_renormalize",)
 GROUPS_KIMI_K3 = ("num_expert_group", "n_group")
@@ -65,6 +71,7 @@ ACTIVATIONS: dict[str, str] = {
     "gelu_new": "gelu",
     "relu2": "relu2",
     "situ": "situ",
+    "swigluoai": "swiglu",  # MiniMax-M3: alpha / beta / limit from swiglu_alpha / swiglu_beta / swiglu_limit
 }
 #: Kimi-K3 SiTU parameters, as vLLM's MegaMoEActivation('situ', alpha, beta) takes them (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py).
 SITU_ALPHA = ("activation_situ_beta",)

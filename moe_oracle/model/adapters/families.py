@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from moe_oracle.model.adapters import _keys as k
+from moe_oracle.model.adapters import deepseek_v3, glm_moe_dsa
 from moe_oracle.model.adapters._engine import FamilyRules, SharedRule
 from moe_oracle.model.types import Scoring
 
@@ -251,6 +252,134 @@ NEMOTRON_H = FamilyRules(
     ),
 )
 
+#: Mellum: SGLang runs it through Qwen3MoeSparseMoeBlock (families §1.2, sglang models/mellum.py); Qwen3-MoE keys.
+MELLUM = replace(QWEN3_MOE, family="mellum", architecture="MellumForCausalLM")
+#: InternS2-Preview subclasses Qwen3.5-MoE (vLLM interns2_preview.py: Qwen3_5MoeForConditionalGeneration).
+INTERNS2_PREVIEW = replace(
+    QWEN3_5_MOE, family="interns2_preview", architecture="InternS2PreviewForConditionalGeneration"
+)
+#: Qwen3.8-Flash-Next (qwen4_exp): decoder layers subclass Qwen3.5's (families §1.2, sglang models/qwen4_exp.py).
+QWEN4_EXP = replace(QWEN3_5_MOE, family="qwen4_exp", architecture="Qwen4ExpForConditionalGeneration")
+
+#: Mistral-Large-3: vLLM mistral_large_3.py MistralLarge3ForCausalLM(DeepseekV3ForCausalLM), DeepseekV2MoE.
+MISTRAL_LARGE_3 = replace(deepseek_v3.RULES, family="mistral_large_3", architecture="MistralLarge3ForCausalLM")
+#: GLM-5-Next and Hunyuan v4 run as DeepseekV2MoE (families §1.2), whose SwiGLU takes the config's swiglu_limit
+#: as a clamp (families §1.2 table; transformers Glm5NextTextConfig / HYV4Config default it to 10.0).
+GLM5_NEXT = replace(
+    glm_moe_dsa.RULES,
+    family="glm5_next",
+    architecture="Glm5NextForConditionalGeneration",
+    optional_clamp=True,
+    implied=("swiglu_limit, when present, clamps the SwiGLU as in DeepSeek V4 (DeepseekV2MoE swiglu_limit)",),
+)
+HY_V4 = replace(
+    deepseek_v3.RULES,
+    family="hy_v4",
+    architecture="HYV4ForCausalLM",
+    optional_clamp=True,
+    implied=GLM5_NEXT.implied,
+)
+
+#: MiMo-V2-Flash: DeepSeek keys, sigmoid scores and a correction bias always (vLLM mimo_v2.py MiMoV2MoE: scoring_func
+#: "sigmoid", e_score_correction_bias created unconditionally, no routed_scaling_factor, no shared experts), MoE
+#: layers flagged one per layer by the moe_layer_freq list.
+MIMO_V2 = replace(
+    deepseek_v3.RULES,
+    family="mimo_v2",
+    architecture="MiMoV2FlashForCausalLM",
+    forced_scoring=Scoring.SIGMOID,
+    bias="always",
+    scaling_keys=(),
+    shared=_NO_SHARED,
+    implied=(
+        "sigmoid scores with a correction bias whatever scoring_func / topk_method say; routed_scaling_factor "
+        "ignored (vLLM mimo_v2.py MiMoV2MoE)",
+    ),
+)
+
+#: MiniMax-M3: sigmoid + use_routing_bias, renormalized, rsf, n_shared_experts x intermediate_size, MoE layers by the
+#: moe_layer_freq list; experts are swigluoai with the config's alpha / beta / limit on stacked gate/up rows
+#: (vLLM models/minimax_m3/nvidia/model.py MiniMaxM3MoE: activation "swigluoai_uninterleave").
+MINIMAX_M3 = FamilyRules(
+    family="minimax_m3",
+    architecture="MiniMaxM3SparseForCausalLM",
+    naming="hf",
+    default_scoring=Scoring.SIGMOID,
+    bias="key",
+    bias_keys=k.BIAS_MINIMAX,
+    forced_renormalize=True,
+    experts_keys=k.EXPERTS_LOCAL,
+    width_keys=k.WIDTH_DENSE_KEY,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_DEEPSEEK),
+    activations=("swigluoai",),
+    swigluoai_keys=True,
+    moe_module="block_sparse_moe",
+    implied=(
+        "top-k weights renormalized (vLLM minimax_m3 MiniMaxM3MoE: renormalize=True)",
+        "swigluoai on stacked gate/up rows; swiglu_beta absent -> 1.0 (vLLM MiniMaxM3Config default)",
+    ),
+)
+
+#: Hunyuan v3: sigmoid + expert_bias always, groups 1/1, renormalize = route_norm, router_scaling_factor,
+#: num_shared_experts x expert width, first_k_dense_replace dense layers (vLLM hy_v3.py HYV3MoEFused).
+HY_V3 = FamilyRules(
+    family="hy_v3",
+    architecture="HYV3ForCausalLM",
+    naming="hf",
+    default_scoring=Scoring.SIGMOID,
+    forced_scoring=Scoring.SIGMOID,
+    bias="always",
+    renorm_keys=k.RENORM_HY_V3,
+    scaling_keys=k.SCALING_HY_V3,
+    experts_keys=k.EXPERTS_QWEN,
+    width_keys=k.WIDTH_HY_V3,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_BAILING),
+    implied=(
+        "sigmoid scores with the expert_bias correction, one group (vLLM hy_v3.py HYV3MoEFused)",
+        "route_norm absent -> renormalize (vLLM reads config.route_norm)",
+    ),
+)
+
+#: Aria: softmax top-k renormalized (FusedMoEFactory defaults), every layer MoE, moe_num_shared_experts ungated
+#: shared experts of intermediate_size (vLLM aria.py AriaTextMoELayer; transformers AriaTextConfig defaults 2).
+ARIA = FamilyRules(
+    family="aria",
+    architecture="AriaForConditionalGeneration",
+    naming="hf",
+    default_scoring=Scoring.SOFTMAX,
+    forced_scoring=Scoring.SOFTMAX,
+    bias="never",
+    forced_renormalize=True,
+    experts_keys=k.EXPERTS_MOE,
+    topk_keys=k.TOPK_ARIA,
+    width_keys=k.WIDTH_DENSE_KEY,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_ERNIE, implicit=2),
+    schedule="all",
+    implied=("softmax top-k, renormalized (vLLM aria.py: FusedMoEFactory defaults)",),
+)
+
+#: Laguna: sigmoid + correction bias always, renormalized, moe_routed_scaling_factor, one ungated shared expert of
+#: shared_expert_intermediate_size, mlp_layer_types, router weight on the input when
+#: moe_apply_router_weight_on_input (vLLM laguna.py LagunaMoE).
+LAGUNA = FamilyRules(
+    family="laguna",
+    architecture="LagunaForCausalLM",
+    naming="hf",
+    default_scoring=Scoring.SIGMOID,
+    forced_scoring=Scoring.SIGMOID,
+    bias="always",
+    forced_renormalize=True,
+    scaling_keys=k.SCALING_LAGUNA,
+    weight_on_input_keys=k.WEIGHT_ON_INPUT_LAGUNA,
+    experts_keys=k.EXPERTS_QWEN,
+    shared=SharedRule(count_keys=(), total_width_keys=k.SHARED_TOTAL_QWEN),
+    shared_module="shared_expert",
+    implied=(
+        "sigmoid scores with the e_score_correction_bias, renormalized (vLLM laguna.py LagunaMoE)",
+        "moe_router_logit_softcapping, if set, caps the router logits before top-k (routing, outside the kernel)",
+    ),
+)
+
 #: (rules, architectures, model types) of every family above.
 FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (QWEN3_MOE, ("Qwen3MoeForCausalLM",), ("qwen3_moe",)),
@@ -272,6 +401,21 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (GEMMA4, ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"), ("gemma4", "gemma4_text")),
     (KIMI_K3, ("KimiK3ForConditionalGeneration",), ("kimi_k3",)),
     (NEMOTRON_H, ("NemotronHForCausalLM",), ("nemotron_h",)),
+    (MELLUM, ("MellumForCausalLM",), ("mellum",)),
+    (INTERNS2_PREVIEW, ("InternS2PreviewForConditionalGeneration",), ()),
+    (QWEN4_EXP, ("Qwen4ExpForConditionalGeneration", "Qwen4ExpForCausalLM"), ("qwen4_exp", "qwen4_exp_text")),
+    (MISTRAL_LARGE_3, ("MistralLarge3ForCausalLM",), ()),
+    (GLM5_NEXT, ("Glm5NextForConditionalGeneration", "Glm5NextForCausalLM"), ("glm5_next", "glm5_next_text")),
+    (HY_V4, ("HYV4ForCausalLM",), ("hy_v4",)),
+    (MIMO_V2, ("MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM"), ("mimo_v2_flash",)),
+    (
+        MINIMAX_M3,
+        ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration", "MiniMaxM3ForCausalLM"),
+        ("minimax_m3", "minimax_m3_text", "minimax_m3_vl"),
+    ),
+    (HY_V3, ("HYV3ForCausalLM",), ("hy_v3",)),
+    (ARIA, ("AriaForConditionalGeneration",), ("aria", "aria_text")),
+    (LAGUNA, ("LagunaForCausalLM",), ("laguna",)),
 )
 
 
@@ -290,8 +434,71 @@ _MANUAL = (
     "--top-k ... --weight-format ...) to judge it"
 )
 
-#: Families the reader does not describe, each with its blocker (families §1.4, §2.1, §5).
+_OWN_MOE = "no mega-MoE kernel serves it in an engine; the engine's own MoE runs it"
+
+#: Families the reader does not describe, each with its blocker (families §1.2, §1.4, §2.1, §2.2, §5, §6).
 REFUSED: tuple[Refusal, ...] = (
+    Refusal(
+        family="longcat_flash",
+        names=("LongcatFlashForCausalLM", "LongcatFlashNgramForCausalLM", "longcat_flash"),
+        message=(
+            "LongCat-Flash (LongcatFlashForCausalLM) routes among n_routed_experts real experts plus zero_expert_num "
+            "zero-computation experts (zero_expert_type): a token's top-k may pick an expert that does no GEMM, "
+            "which no mega-MoE kernel implements (each runs every selected id as a SwiGLU expert); vLLM 0.33 runs "
+            "it through FusedMoE(zero_expert_type=...) and SGLang 0.5.23 has no mega forward for it"
+        ),
+        fix=_OWN_MOE + "; " + _MANUAL + " (the real experts only)",
+    ),
+    Refusal(
+        family="ernie4_5_vl_moe",
+        names=("Ernie4_5_VLMoeForConditionalGeneration", "ernie4_5_vl_moe", "ernie4_5_vl_moe_text"),
+        message=(
+            "ERNIE-4.5-VL MoE (Ernie4_5_VLMoeForConditionalGeneration) has two expert sets per MoE layer, text and "
+            "vision experts (moe_num_experts, moe_intermediate_size and moe_layer_* are two-element lists), each "
+            "token routed within its modality's set (vLLM ernie45_vl_moe.py text_experts / vision_experts); the "
+            "oracle describes one expert set per layer group, and no engine wires a mega-MoE path for it"
+        ),
+        fix=_OWN_MOE + "; " + _MANUAL + " (once per expert set)",
+    ),
+    Refusal(
+        family="step3p5",
+        names=(
+            "Step3p5ForCausalLM",
+            "Step3p7ForConditionalGeneration",
+            "Step3p7FlashForCausalLM",
+            "step3p5",
+            "step3p7",
+        ),
+        message=(
+            "Step-3.5 / Step-3.7 (Step3p5ForCausalLM, Step3p7ForConditionalGeneration) run swiglustep experts "
+            "(SiLU output clamped at swiglu_limit 7) on the layers swiglu_limits marks and plain SwiGLU on the "
+            "others (vLLM step3p5.py FusedMoEBlock), so the activation is a per-layer list the reader does not "
+            "describe; no SM90 or AITER mega-MoE kernel implements swiglustep (vLLM's DeepGEMM SM100 build does), "
+            "and no engine wires a mega-MoE path for Step-3.5 (families §1.2)"
+        ),
+        fix=_OWN_MOE + "; " + _MANUAL + " (the plain-SwiGLU layers)",
+    ),
+    Refusal(
+        family="exaone_moe",
+        names=("ExaoneMoeForCausalLM", "ExaoneMoEForCausalLM", "exaone_moe"),
+        message=(
+            "Exaone-MoE (ExaoneMoeForCausalLM) clamps its SwiGLU per layer (swiglu_limits, one value per layer, "
+            "0 = no clamp; vLLM exaone_moe.py), a per-layer activation the reader does not describe; no engine "
+            "wires a mega-MoE path for it"
+        ),
+        fix=_OWN_MOE + "; " + _MANUAL + " with --activation swiglu-clamp:L per layer group",
+    ),
+    Refusal(
+        family="muse_spark",
+        names=("MuseSparkForConditionalGeneration", "muse_spark", "muse_spark_text"),
+        message=(
+            "MuseSpark (MuseSparkForConditionalGeneration) normalizes each expert's output inside the MoE "
+            "(fp4_fp4_mega_moe post_expert_norm_gamma; vLLM 0.33 models/muse_spark/nvidia/mega_moe.py), an "
+            "operation no moe-oracle variant or reference models; vLLM builds MuseSpark's experts with its own "
+            "MuseSparkMegaMoEExperts, which moe-oracle's RoutedExperts layer does not reach"
+        ),
+        fix="serve it with vLLM's own path: --moe-backend deep_gemm_mega_moe --enable-expert-parallel (SM100)",
+    ),
     Refusal(
         family="dbrx",
         names=("DbrxForCausalLM", "dbrx"),
