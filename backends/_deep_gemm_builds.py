@@ -254,7 +254,11 @@ NV_DEV = BuildSpec(
         ),
     },
     note="No release contains nv_dev's SM90 kernels (2.8.2 has none). fp8_mega_moe runs split L1/L2 kernels with no "
-    "intermediate cap; no mega_moe_pre_dispatch_sm90. PR #409's fp4_fp4_mega_moe (SymmBuffer mma_type 'fp4xfp4', "
+    "intermediate cap: sm90_mega.hpp @572557e7 asserts only recipe (128,128,128), swiglu, hidden % 256 and "
+    "intermediate % 128 (the variant's own checks), and csrc/jit_kernels/impls/sm90_fp8_mega_moe.hpp launches "
+    "Linear1 then Linear2 as two kernels (launch_with_phase), so no uint64 L2-arrival mask over L1 N-blocks bounds "
+    "intermediate / 64 as in PR #323 and sgl-deep-gemm; no mega_moe_pre_dispatch_sm90. "
+    "PR #409's fp4_fp4_mega_moe (SymmBuffer mma_type 'fp4xfp4', "
     "fused BF16 shared experts with x_bf16, recipe (1,1,16), even SM count, top-k + 1 <= 32) is not the front end "
     "moe-oracle's sm100_nvfp4 layer calls (vLLM's fork: nvfp4_mega_moe, NVFP4SymmBuffer). "
     "https://github.com/deepseek-ai/DeepGEMM/pulls gives "
