@@ -169,6 +169,23 @@ SGLANG: tuple[ModelClass, ...] = (
         "models/longcat_flash.py:1122",
     ),
     ModelClass(("Step3p5ForCausalLM",), "Step3p5MoEMLP", False, "models/step3p5.py:112", "models/step3p5.py:952"),
+    ModelClass(
+        ("MiniMaxM3SparseForCausalLM",),
+        "MiniMaxM3MoE",
+        True,
+        "models/minimax_m3.py:523 (MiniMaxM3MoE.forward: is_megamoe -> forward_mega_moe)",
+        "models/minimax_m3.py:2274",
+        note="no fallback: forward_mega_moe raises when the mega weights were not built (minimax_m3.py:537-540), and "
+        "MiniMaxM3SparseForCausalLM is not in MEGA_MOE_NO_FALLBACK_ARCHS, so no token cap is checked at start",
+    ),
+    ModelClass(
+        ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"),
+        "MiMoV2MoE",
+        False,
+        "models/mimo_v2.py:412",
+        "models/mimo_v2.py:1800",
+    ),
+    ModelClass(("LagunaForCausalLM",), "LagunaMoE", False, "models/laguna.py:132", "models/laguna.py:847"),
 )
 
 _FACTORY = "FusedMoEFactory with the default RoutedExperts"
@@ -328,6 +345,86 @@ VLLM: tuple[ModelClass, ...] = (
         blocker="non-gated relu2_no_mul experts (no mega kernel computes them)",
     ),
     ModelClass(
+        ("MistralLarge3ForCausalLM",),
+        "DeepseekV2MoE",
+        False,
+        f"model_executor/models/deepseek_v2.py:374 ({_FACTORY})",
+        "model_executor/models/mistral_large_3.py:12 (MistralLarge3ForCausalLM(DeepseekV3ForCausalLM))",
+        oot=True,
+    ),
+    ModelClass(
+        ("InternS2PreviewForConditionalGeneration",),
+        "Qwen3NextSparseMoeBlock",
+        False,
+        f"model_executor/models/qwen3_next.py:223 ({_FACTORY})",
+        "model_executor/models/interns2_preview.py:32 (a Qwen3_5MoeForConditionalGeneration subclass)",
+        oot=True,
+    ),
+    ModelClass(
+        ("Qwen4ExpForCausalLM", "Qwen4ExpForConditionalGeneration"),
+        "Qwen4ExpSparseMoeBlock",
+        False,
+        f"model_executor/models/qwen3_next.py:223 ({_FACTORY}, inherited)",
+        "models/qwen4_exp/nvidia/model.py:171 (Qwen4ExpSparseMoeBlock(Qwen3NextSparseMoeBlock))",
+        oot=True,
+    ),
+    ModelClass(
+        ("HYV4ForCausalLM",),
+        "HYV4MoEFused",
+        False,
+        f"models/hy_v4/nvidia/moe.py:152 ({_FACTORY})",
+        "model_executor/models/registry.py:139",
+        oot=True,
+    ),
+    ModelClass(
+        ("HYV3ForCausalLM",),
+        "HYV3MoEFused",
+        False,
+        f"model_executor/models/hy_v3.py:182 ({_FACTORY})",
+        "model_executor/models/registry.py:138",
+        oot=True,
+    ),
+    ModelClass(
+        ("MiMoV2FlashForCausalLM", "MiMoV2ForCausalLM"),
+        "MiMoV2MoE",
+        False,
+        f"model_executor/models/mimo_v2.py:173 ({_FACTORY})",
+        "model_executor/models/registry.py:183",
+        oot=True,
+    ),
+    ModelClass(
+        ("MiniMaxM3SparseForCausalLM", "MiniMaxM3SparseForConditionalGeneration"),
+        "MiniMaxM3MoE",
+        False,
+        f"models/minimax_m3/nvidia/model.py:251 ({_FACTORY}, activation swigluoai_uninterleave)",
+        "model_executor/models/registry.py:169",
+        oot=True,
+    ),
+    ModelClass(
+        ("LagunaForCausalLM",),
+        "LagunaMoE",
+        False,
+        f"model_executor/models/laguna.py:214 ({_FACTORY})",
+        "model_executor/models/registry.py:154",
+        oot=True,
+    ),
+    ModelClass(
+        ("AriaForConditionalGeneration",),
+        "AriaTextMoELayer",
+        False,
+        f"model_executor/models/aria.py:218 ({_FACTORY})",
+        "model_executor/models/registry.py:355",
+        oot=True,
+    ),
+    ModelClass(
+        ("MellumForCausalLM",),
+        "TransformersRoutedExperts",
+        False,
+        "model_executor/models/transformers/moe.py:348 (routed_experts_cls=TransformersRoutedExperts, a subclass)",
+        "model_executor/models/registry.py:759 (Transformers backend)",
+        blocker="its own RoutedExperts subclass, which the plug-in's replacement by exact class name does not reach",
+    ),
+    ModelClass(
         ("GptOssForCausalLM",),
         "GptOssRoutedExperts",
         False,
@@ -352,7 +449,8 @@ TABLES: dict[str, tuple[ModelClass, ...]] = {"sglang": SGLANG, "vllm": VLLM}
 #: (``layers/moe/ep_moe/layer.py:352-365``: ``FusedMoE`` unless an all-to-all backend such as DeepEP is
 #: set), with the line that builds it: the class moe-oracle's SGLang plug-in replaces through SGLang's
 #: ``HookRegistry`` (``engines/sglang/plugin.py``). ``GptOssSparseMoeBlock`` is left out: its experts
-#: carry biases, which no fused kernel takes.
+#: carry biases, which no fused kernel takes; so is ``MiniMaxM3MoE`` (``models/minimax_m3.py:422``): under
+#: megamoe its forward needs SGLang's own mega weights (``minimax_m3.py:537-540``).
 SGLANG_FUSED_MOE: dict[str, str] = {
     "DeepseekV2MoE": "models/deepseek_v2.py:753",
     "Glm4MoeSparseMoeBlock": "models/glm4_moe.py:436",
@@ -368,6 +466,8 @@ SGLANG_FUSED_MOE: dict[str, str] = {
     "LongcatFlashMoE": "models/longcat_flash.py:300",
     "HYV3MoEFused": "models/hunyuan_v3.py:145",
     "Step3TextMoEMLP": "models/step3_vl.py:139",
+    "MiMoV2MoE": "models/mimo_v2.py:451",
+    "LagunaMoE": "models/laguna.py:154",
 }
 
 

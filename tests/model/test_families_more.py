@@ -195,3 +195,35 @@ def test_step_3_7_identity_of_its_public_config_refused_by_name():
     with pytest.raises(UnsupportedArchitectureError) as info:
         describe_config({"architectures": ["Step3p7FlashForCausalLM"], "model_type": "step3p7"}, model_id="s")
     assert_one_line(info.value, "Step-3.7", "swiglustep")
+
+
+NEW_ARCHITECTURES = (
+    "MiMoV2FlashForCausalLM",
+    "MiniMaxM3SparseForCausalLM",
+    "LagunaForCausalLM",
+    "HYV3ForCausalLM",
+    "HYV4ForCausalLM",
+    "AriaForConditionalGeneration",
+    "MistralLarge3ForCausalLM",
+    "InternS2PreviewForConditionalGeneration",
+    "Qwen4ExpForConditionalGeneration",
+    "MellumForCausalLM",
+)
+
+
+@pytest.mark.parametrize("architecture", NEW_ARCHITECTURES)
+def test_every_family_read_here_has_its_vllm_model_class(architecture):
+    """Each engine gate row cites its file:line (checked against the wheels in tests/engines/test_engine_vocabulary)."""
+    from moe_oracle.engine_gates.model_classes import model_class, plugin_serves, plugin_why_not
+
+    row = model_class("vllm", architecture)
+    assert row is not None
+    assert plugin_serves(architecture) or "subclass" in plugin_why_not(architecture)
+
+
+def test_sglang_mega_rows_of_the_new_families():
+    from moe_oracle.engine_gates.model_classes import calls_mega, sglang_plugin_serves
+
+    assert calls_mega("sglang", "MiniMaxM3SparseForCausalLM") and not sglang_plugin_serves("MiniMaxM3SparseForCausalLM")
+    assert not calls_mega("sglang", "MiMoV2FlashForCausalLM") and sglang_plugin_serves("MiMoV2FlashForCausalLM")
+    assert not calls_mega("sglang", "LagunaForCausalLM")

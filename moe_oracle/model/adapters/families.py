@@ -272,12 +272,20 @@ GLM5_NEXT = replace(
     optional_clamp=True,
     implied=("swiglu_limit, when present, clamps the SwiGLU as in DeepSeek V4 (DeepseekV2MoE swiglu_limit)",),
 )
+#: Hunyuan v4: vLLM's HYV4MoEFused forces sigmoid scores with the expert_bias correction and one group
+#: (models/hy_v4/nvidia/moe.py:152-170); SGLang runs it as DeepseekV2MoE over the same DeepSeek keys.
 HY_V4 = replace(
     deepseek_v3.RULES,
     family="hy_v4",
     architecture="HYV4ForCausalLM",
+    forced_scoring=Scoring.SIGMOID,
+    bias="always",
     optional_clamp=True,
-    implied=GLM5_NEXT.implied,
+    implied=(
+        "sigmoid scores with the expert_bias correction whatever scoring_func / topk_method say (vLLM hy_v4 "
+        "HYV4MoEFused)",
+        *GLM5_NEXT.implied,
+    ),
 )
 
 #: MiMo-V2-Flash: DeepSeek keys, sigmoid scores and a correction bias always (vLLM mimo_v2.py MiMoV2MoE: scoring_func
