@@ -353,6 +353,9 @@ class PartKind(str, Enum):
     NORM = "norm"
     #: A vision (or other modality) encoder and its projector.
     VISION = "vision"
+    #: Routed-expert tensors the MoE description does not weigh (expert biases; the MTP layer's routed experts
+    #: where the description has no MTP group): a layout divides them like the routed experts.
+    ROUTED_EXPERTS = "routed_experts"
     #: Anything else (MTP input projections, hyper-connection mixers).
     OTHER = "other"
 
@@ -383,7 +386,8 @@ class Footprint(_Frozen):
 
     ``kv_bytes_per_token`` is summed over every attention layer (one token's cache on a rank that
     holds all attention heads, as each attention-DP rank does); ``kv_bytes_fixed`` is what a
-    sequence holds regardless of its length (sliding windows). ``source`` names the table entry.
+    sequence holds regardless of its length (sliding windows, linear-attention state). ``source`` names the table
+    entry.
     """
 
     parts: tuple[Part, ...]
@@ -392,6 +396,8 @@ class Footprint(_Frozen):
     kv_formula: str = ""
     max_context: int | None = None
     source: str = ""
+    #: What the footprint knows it leaves out (a vision tower no entry weighs, MTP modules not released).
+    notes: tuple[str, ...] = ()
 
     def bytes(self, *, mtp_built: bool) -> int:
         return sum(p.bytes for p in self.parts if mtp_built or not p.mtp)

@@ -121,3 +121,36 @@ def mutated_real_config(draw):
 def test_mutated_real_configs(case):
     config, quant = case
     check(config, quant)
+
+
+def _described(config: dict, quant: dict | None) -> ModelDescription | None:
+    try:
+        return describe_config(config, quant, model_id="fuzz")
+    except BadInputError:
+        return None  # a fixture the reader refuses (trimmed copies): no footprint to fuzz
+
+
+DESCRIBED = [(i, config, desc) for i, (config, quant) in enumerate(REAL) if (desc := _described(config, quant))]
+
+
+@st.composite
+def mutated_config_with_its_description(draw):
+    index, original, desc = draw(st.sampled_from(DESCRIBED))
+    config = copy.deepcopy(original)
+    mutate(
+        draw, config, ALL_PATHS[index], scale=st.integers(-3, 400) | st.sampled_from([0, -1, 10**9]), values=json_values
+    )
+    return config, desc
+
+
+@FUZZ
+@given(mutated_config_with_its_description())
+def test_read_footprint_on_mutated_configs_returns_a_footprint_or_none(case):
+    """The footprint reader never raises: a field it needs that is missing or malformed gives None."""
+    from moe_oracle.model.footprint import Formats, read_footprint
+    from moe_oracle.model.types import Footprint
+
+    config, desc = case
+    for kv_fp8 in (False, True):
+        fp = read_footprint(config, desc, Formats(), kv_fp8=kv_fp8)
+        assert fp is None or (isinstance(fp, Footprint) and fp.bytes(mtp_built=True) >= 0)

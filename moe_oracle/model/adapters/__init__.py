@@ -62,7 +62,7 @@ def describe_config(
 ) -> ModelDescription:
     """Describe the MoE layers of a parsed ``config.json`` (and optional ``hf_quant_config.json``)."""
     try:
-        return _with_footprint(_describe(config, hf_quant_config, model_id=model_id, source=source), config)
+        return _describe(config, hf_quant_config, model_id=model_id, source=source)
     except BadInputError:
         raise
     except ValidationError as exc:
@@ -131,16 +131,6 @@ def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) 
             fix=_MANUAL_FIX,
         )
     return describe_with_rules(config, hf_quant_config, rules, model_id=model_id, source=source)
-
-
-def _with_footprint(desc: ModelDescription, config: dict) -> ModelDescription:
-    """``desc`` with the weights besides its routed experts (:mod:`moe_oracle.model.footprint`)."""
-    from moe_oracle.model.footprint import read_footprint
-
-    main = desc.main_group
-    shared = (main.num_shared_experts, main.hidden_size, main.moe_intermediate_size)
-    footprint = read_footprint(config, main.shared_expert_quant, shared, main.num_experts)
-    return desc.model_copy(update={"footprint": footprint}) if footprint is not None else desc
 
 
 def _architecture(value: Any, path: str, model_id: str) -> str | None:

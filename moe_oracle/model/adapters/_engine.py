@@ -22,6 +22,7 @@ from typing import Any
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters import _keys as keys
 from moe_oracle.model.adapters import _schedules as schedules
+from moe_oracle.model.adapters._footprint import describe_footprint
 from moe_oracle.model.adapters._quant import QuantResolver, Site, deepseek_v4_site, hf_site
 from moe_oracle.model.adapters._view import ConfigView, Keys, check_int
 from moe_oracle.model.types import (
@@ -558,7 +559,7 @@ def describe_with_rules(
         )
 
     architecture, model_type = _identity(config, rules)
-    return ModelDescription(
+    desc = ModelDescription(
         model=model_id,
         architecture=architecture,
         model_type=model_type,
@@ -568,6 +569,8 @@ def describe_with_rules(
         source=source,
         assumptions=rules.implied,
     )
+    footprint = describe_footprint(config, hf_quant_config, desc, resolver)
+    return desc.model_copy(update={"footprint": footprint}) if footprint is not None else desc
 
 
 def _identity(config: dict, rules: FamilyRules) -> tuple[str, str]:
