@@ -168,6 +168,16 @@ class DeepGemmMegaMoE(MegaMoELayer):
     def extra_kernel_kwargs(self) -> dict[str, Any]:
         return {}
 
+    def pdl_enabled(self) -> bool:
+        """Is DeepGEMM's programmatic-dependent-launch switch on in this process (``deep_gemm.set_pdl``)?
+
+        DeepGEMM then launches the mega kernel as a PDL secondary of whatever ran before it; the staging
+        launch follows the same switch so the kernel starts when staging exits, as after DeepGEMM's own
+        pre-dispatch. Off unless the process turned it on (SGLang does by default: ``SGLANG_DEEPGEMM_PDL``).
+        """
+        get = getattr(self.dg, "get_pdl", None)
+        return bool(get()) if callable(get) else False
+
     # ---------------------------------------------------------------- device parts
     def _get_buffer(self) -> Any:
         def build() -> Any:
@@ -238,7 +248,7 @@ class DeepGemmMegaMoE(MegaMoELayer):
         t = int(hidden_states.shape[0])
         if t > self.config.max_tokens_per_rank:
             raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
-        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights)
+        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=self.pdl_enabled())
         call = self.kernel_call(t, num_tokens_for_block_m)
         resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
         return call.args[0]

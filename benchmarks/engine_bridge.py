@@ -141,9 +141,20 @@ def main() -> None:
     ap.add_argument("--cases", default="0,1,2,3,4,5", help="comma list of indices into CASES")
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     ap.add_argument("--max-tokens", type=int, default=8192, help="per-rank token budget (sizes the buffer)")
+    ap.add_argument(
+        "--pdl",
+        action="store_true",
+        help="turn DeepGEMM's programmatic dependent launch on for the run (deep_gemm.set_pdl(True)), as SGLang does "
+        "by default (SGLANG_DEEPGEMM_PDL)",
+    )
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("this benchmark measures a GPU: no CUDA device is visible")
+    if args.pdl:
+        import deep_gemm
+
+        deep_gemm.set_pdl(True)
+        print("DeepGEMM PDL on: every path's kernels launch as programmatic dependents")
     tokens = tuple(int(t) for t in args.tokens.split(","))
     for i in (int(c) for c in args.cases.split(",")):
         run_case(args.engine, *CASES[i], tokens, args.max_tokens)

@@ -115,6 +115,60 @@ def measure(layer, twin, experts, g, t: int, gen: torch.Generator, bw: float, fl
     )
 
 
+def pdl_rows(layer, g, t: int, gen: torch.Generator) -> None:
+    """At small T, with DeepGEMM's PDL switch off and on (``deep_gemm.set_pdl``), interleaved in one run: our
+    forward, the bare kernel on pre-staged inputs and DeepGEMM's pre-dispatch + kernel. Each path is captured
+    with its switch (the launch attribute is recorded at capture). No producer kernel precedes the paths, so
+    the ratio is the staging's cost before the kernel alone; the GPU test checks PDL after a producer."""
+    dg = layer.dg
+    set_pdl, get_pdl = getattr(dg, "set_pdl", None), getattr(dg, "get_pdl", None)
+    if set_pdl is None or get_pdl is None:
+        print("   PDL: this DeepGEMM build has no set_pdl/get_pdl")
+        return
+    x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+    logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
+    ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
+    call = layer.kernel_call(t)
+    kernel = _resolve(dg, call.function)
+    buf, ids32 = layer.buffer, ids.int()
+    pre = getattr(dg, "mega_moe_pre_dispatch_sm90", None)
+    before = bool(get_pdl())
+
+    def switched(on: bool, body):
+        def fn() -> None:
+            set_pdl(on)
+            try:
+                body()
+            finally:
+                set_pdl(before)
+
+        return fn
+
+    def dg_path() -> None:
+        pre(x, ids32, w, buf.x, buf.x_sf, buf.topk_idx, buf.topk_weights, t)
+        kernel(*call.args, **call.kwargs)
+
+    outs = {}
+    for on in (False, True):
+        switched(on, lambda: layer(x, ids, w))()
+        outs[on] = call.args[0].clone()
+    same = torch.equal(outs[False], outs[True])
+    paths = {}
+    for on, tag in ((False, "off"), (True, "on")):
+        paths[f"ours {tag}"] = switched(on, lambda: layer(x, ids, w))
+        paths[f"kernel {tag}"] = switched(on, lambda: kernel(*call.args, **call.kwargs))
+        if pre is not None:
+            paths[f"dg {tag}"] = switched(on, dg_path)
+    cond = Condition()
+    tm = time_interleaved(paths, condition=cond, rounds=9, reps_per_round=7)
+    row = [f"{t:5d}"]
+    for tag in ("off", "on"):
+        k = tm[f"kernel {tag}"].us
+        dgr = tm[f"dg {tag}"].us / k if pre is not None else float("nan")
+        row.append(f"{tm[f'ours {tag}'].us:8.1f} {k:8.1f} {tm[f'ours {tag}'].us / k:7.4f} {dgr:7.4f}")
+    print("  ".join(row) + f"  pdl output == no-pdl output: {same}  {cond.text()}")
+
+
 def staging_configs(layer, x, ids, w) -> None:
     """At this small T: our forward with each staging tile (rows x columns per program, warps), interleaved with
     the bare kernel, so the staging's share of the call is seen per configuration."""
@@ -155,6 +209,7 @@ def run_case(
     prep: bool = True,
     tiles=(),
     flush: bool = True,
+    pdl_tokens: tuple[int, ...] = (),
 ) -> None:
     stored = resolve_model(model_id)
     model = with_format(stored, fmt)
@@ -192,6 +247,10 @@ def run_case(
     )
     for t in tokens:
         print(measure(layer, twin, experts, g, t, gen, bw, flush=flush))
+    if pdl_tokens:
+        print(f"   PDL   {'ours':>8} {'kernel':>8} {'ours/k':>7} {'DG/k':>7}  (PDL off)   then the same with PDL on")
+        for t in pdl_tokens:
+            pdl_rows(layer, g, t, gen)
     for t in tiles:
         x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
         ids, w = route(
@@ -283,16 +342,26 @@ def main() -> None:
     ap.add_argument("--no-prep", action="store_true", help="skip the weight-preparation measurement")
     ap.add_argument("--no-flush", action="store_true", help="time without clearing the L2 before each replay")
     ap.add_argument("--tiles", default="", help="comma list of small T at which to compare staging tiles")
+    ap.add_argument("--pdl", default="", help="comma list of small T at which to compare PDL off and on")
     args = ap.parse_args()
     tokens = () if args.prep_only else tuple(int(t) for t in args.tokens.split(","))
     tiles = tuple(int(t) for t in args.tiles.split(",") if t)
+    pdl_tokens = tuple(int(t) for t in args.pdl.split(",") if t)
     cases = CASES if args.cases == "all" else tuple(CASES[int(i)] for i in args.cases.split(","))
     bw = copy_bandwidth()
     print(f"device {torch.cuda.get_device_name()}; copy bandwidth {bw / 1e12:.2f} TB/s (read + written)")
     for model_id, fmt in cases:
         try:
             run_case(
-                model_id, fmt, bw, args.max_tokens, tokens, prep=not args.no_prep, tiles=tiles, flush=not args.no_flush
+                model_id,
+                fmt,
+                bw,
+                args.max_tokens,
+                tokens,
+                prep=not args.no_prep,
+                tiles=tiles,
+                flush=not args.no_flush,
+                pdl_tokens=pdl_tokens,
             )
         except Exception as exc:  # report and go on: one failing case must not hide the others
             print(f"!! {model_id} ({fmt}): {type(exc).__name__}: {exc}")

@@ -15,6 +15,15 @@ with rows at or past ``num_valid`` as padding (id -1, weight 0). Results are bit
 
 Memory traffic per token: ``2H`` bytes read, ``H`` + scale bytes written; the launch is
 bandwidth-bound and aims at the device's copy bandwidth.
+
+With ``pdl=True`` the launch is a programmatic dependent launch (PDL): it may start while the kernel
+before it drains and waits for it (``griddepcontrol.wait``) before reading anything, as DeepGEMM's own
+``mega_moe_pre_dispatch_sm90`` does (``sm90_mega_moe_pre_dispatch.cuh:36-38``). A mega kernel launched
+after it with DeepGEMM's PDL switch on (``deep_gemm.set_pdl(True)``; SGLang turns it on by default,
+``SGLANG_DEEPGEMM_PDL``) then starts once every staging program has stored its part and signalled
+(``griddepcontrol.launch_dependents``, where DeepGEMM's pre-dispatch signals too, lines 100-102),
+without the kernel-boundary gap. The mega kernel does not wait on the grid dependency itself: the
+hand-off is the one DeepGEMM's own pre-dispatch relies on.
 """
 
 from __future__ import annotations
@@ -22,6 +31,7 @@ from __future__ import annotations
 import torch
 import triton
 import triton.language as tl
+from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from moe_oracle.kernels.fp8_triton import quantize_groups
 
@@ -55,7 +65,11 @@ def _stage_kernel(
     BLOCK_M: tl.constexpr,
     UE8M0: tl.constexpr,
     PAD_BLOCK: tl.constexpr,
+    USE_PDL: tl.constexpr,
+    TRIGGER: tl.constexpr,
 ):
+    if USE_PDL:
+        gdc_wait()  # the producer of x / the routing may still be running: wait before the first load
     pid_m = tl.program_id(0)
     pid_k = tl.program_id(1)
     token_progs = tl.cdiv(num_tokens, BLOCK_M)
@@ -75,6 +89,8 @@ def _stage_kernel(
                 tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32),
                 mask=pmask,
             )
+        if TRIGGER:
+            gdc_launch_dependents()
         return
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_tokens
@@ -108,6 +124,8 @@ def _stage_kernel(
         w = tl.where(pad, 0.0, w)
         tl.store(ids_out_ptr + rows[:, None] * stride_ids_out + kk[None, :], ids, mask=kmask)
         tl.store(w_out_ptr + rows[:, None] * stride_w_out + kk[None, :], w, mask=kmask)
+    if TRIGGER:
+        gdc_launch_dependents()  # after this thread's stores, as DeepGEMM's pre-dispatch triggers (lines 100-102)
 
 
 def stage(
@@ -126,6 +144,8 @@ def stage(
     block_m: int | None = None,
     groups_per_prog: int | None = None,
     num_warps: int = 4,
+    pdl: bool = False,
+    trigger: bool = False,
 ) -> None:
     """Quantize ``x`` and repack the routing into preallocated buffers (no allocation, no sync).
 
@@ -136,7 +156,8 @@ def stage(
     wider top-k result) but unit column stride. Rows ``>= num_valid`` (default ``T``) and negative ids are
     padding (id -1, weight 0); with ``pad_to`` (the buffer's capacity) rows ``[T, pad_to)`` of
     ``out_ids``/``out_w`` are written as padding too, as DeepGEMM's SM90 kernel expects (its own
-    ``mega_moe_pre_dispatch_sm90`` fills them the same way).
+    ``mega_moe_pre_dispatch_sm90`` fills them the same way). ``pdl``: launch as a programmatic
+    dependent launch that waits for its predecessor before reading (module docstring).
     """
     t, h = x.shape
     k = topk_ids.shape[1]
@@ -194,5 +215,8 @@ def stage(
         BLOCK_M=bm,
         UE8M0=ue8m0,
         PAD_BLOCK=pad_block,
+        USE_PDL=pdl,
+        TRIGGER=trigger,
         num_warps=num_warps,
+        launch_pdl=pdl,
     )

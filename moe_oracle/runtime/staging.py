@@ -222,8 +222,13 @@ class StagingSpec:
         *,
         is_padding: torch.Tensor | None = None,
         routed_scaling_factor: float = 1.0,
+        pdl: bool = False,
     ) -> int:
-        """Stage into ``buffer``'s views (``x``, ``x_sf``, ..., ``topk_idx``, ``topk_weights``); returns T."""
+        """Stage into ``buffer``'s views (``x``, ``x_sf``, ..., ``topk_idx``, ``topk_weights``); returns T.
+
+        ``pdl``: the Triton launch is a programmatic dependent launch (see
+        :mod:`moe_oracle.kernels.staging_triton`); the eager path ignores it.
+        """
         t = int(hidden_states.shape[0])
         if self.uses_triton(hidden_states, is_padding):
             _triton_stage()(
@@ -237,6 +242,7 @@ class StagingSpec:
                 recipe=self.triton_recipe,
                 routed_scaling_factor=routed_scaling_factor,
                 pad_to=int(buffer.topk_idx.shape[0]) if self.pad_rows else t,
+                pdl=pdl,
             )
             return t
         staged = self.stage(

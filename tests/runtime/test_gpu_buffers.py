@@ -103,3 +103,58 @@ def test_rows_past_t_are_never_read_by_the_sm90_kernel():
         assert calc_diff(y, ref) < 1e-3, t
         assert calc_diff(y, twin(x, ids, w).float()) < 3e-4, t
     layer.close()
+
+
+def _replays_with_pdl(layer, on: bool, x0, scale, x, ids, w) -> list[torch.Tensor]:
+    """Capture producer + layer with DeepGEMM's PDL switch ``on``; replay 50 times, a new x0 sign each time."""
+    layer.dg.set_pdl(on)
+    assert layer.pdl_enabled() is on
+
+    def step() -> torch.Tensor:
+        torch.mul(x0, scale, out=x)  # the producer: staging must not read x before it is written
+        return layer(x, ids, w)
+
+    for _ in range(3):
+        step()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = step()
+    runs = []
+    for i in range(50):
+        x0.mul_(-1)  # a new x every replay: a stale read would show as a sign flip
+        graph.replay()
+        if i >= 48:
+            runs.append(y.clone())
+    return runs
+
+
+def test_pdl_staging_gives_the_same_output_after_a_producer():
+    """With DeepGEMM's PDL switch on, the staging launch waits for the kernel that wrote x and the mega kernel starts
+    as staging exits: graph-captured behind a producer (x = x0 * s, the step before the layer in an engine), 50
+    replays per T give the outputs of the same graph captured with the switch off (a stale read of x, which
+    changes sign every replay, would differ by ~2)."""
+    if not torch.cuda.is_available():
+        pytest.skip("needs a GPU")
+    g = resolve_model("deepseek-ai/DeepSeek-V4-Flash").main_group.model_copy(update={"weight_quant": FP8})
+    layer = _build(g, tokens=512)
+    if not callable(getattr(layer.dg, "set_pdl", None)):
+        pytest.skip("this DeepGEMM build has no set_pdl")
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
+    experts = quantize_experts(w13, w2, FP8)
+    del w13, w2
+    layer.load(experts)
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    before = bool(layer.dg.get_pdl())
+    try:
+        for t in (1, 7, 64, 512):
+            x0 = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+            scale = torch.ones((), device="cuda", dtype=torch.bfloat16)
+            x = torch.empty_like(x0)
+            logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
+            ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
+            outs = {on: _replays_with_pdl(layer, on, x0, scale, x, ids, w) for on in (False, True)}
+            for a, b in zip(outs[False], outs[True], strict=True):  # a stale x (other sign) would differ by ~2
+                assert calc_diff(a.float(), b.float()) < 1e-3, t  # run-to-run noise of the kernel is far below
+    finally:
+        layer.dg.set_pdl(before)
+    layer.close()
