@@ -22,4 +22,4 @@ if [ ! -x "$venv/bin/python" ]; then
 fi
 "$venv/bin/pip" install -q --no-deps -e "$here"
 cd "$here"
-"$venv/bin/python" -m pytest -p no:cacheprovider -ra -q tests/engines/test_real_sglang_plugin.py "$@"
+"$venv/bin/python" -m pytest -p no:cacheprovider -ra -q tests/engines/test_real_sglang_plugin.py tests/engines/test_real_sglang_layer.py "$@"

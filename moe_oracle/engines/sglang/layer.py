@@ -14,6 +14,30 @@ gives a layer group to moe-oracle. For every layer:
 * forward: SGLang's router has produced the top-k ids and weights (``StandardTopKOutput``); the bridge runs
   the fused layer on them; SGLang's MoE block adds its shared experts as it does for its own runner.
 
+The output is what SGLang's own ``FusedMoE`` returns to its block (0.5.23 source, checked on the CPU by
+``tests/engines/test_real_sglang_layer.py``):
+
+* routed scaling factor. ``TopK`` multiplies the top-k weights by ``routed_scaling_factor`` only when
+  ``apply_routed_scaling_factor_on_output`` is set (``layers/moe/topk.py:1450-1451``), which the DeepSeek-style
+  blocks set from the layer's ``should_fuse_routed_scaling_factor_in_topk`` (``models/deepseek_v2.py:760-795``;
+  true only for quant methods declaring ``fuse_routed_scaling_factor_in_topk``, the MXFP4 FlashInfer/Marlin ones,
+  NVFP4 ModelOpt off Marlin and the TRT-LLM runners, ``layers/moe/fused_moe_triton/layer.py:109-125, 615-617``).
+  Otherwise the factor is applied after the experts, and where depends on the platform: on CUDA the runner
+  applies ``moe_runner_config.routed_scaling_factor`` in its combine (triton ``moe_runner/triton_utils/
+  fused_moe.py:976-1067``, deep_gemm ``moe_runner/deep_gemm.py:1293``, FlashInfer megamoe ``quantization/
+  fp8.py:3244-3249``) and the block does not (``models/deepseek_v2.py:1416-1422``, ``models/glm4_moe.py:619-620``:
+  ``if not _is_cuda ...: final_hidden_states *= self.routed_scaling_factor``); elsewhere the block applies it.
+  moe-oracle's layer therefore multiplies its output by the factor exactly where SGLang's runner would:
+  :func:`routed_output_scale`. (ROCm with ``SGLANG_USE_AITER=1`` is not covered: ``glm4_moe.py:619`` then leaves
+  the factor to AITER's runner; moe-oracle's SGLang plans set ``SGLANG_USE_AITER=0``.)
+* expert parallelism. SGLang gives every MoE rank the same tokens (replicated under TP attention, gathered across
+  the attention-DP ranks under DP attention) and sums the ranks' MoE outputs afterwards
+  (``post_experts_all_reduce``, ``layers/moe/utils.py:851-865``; the DP-attention reduce-scatter). The fused
+  kernel reaches every rank's experts itself, so each rank dispatches only its slice of the tokens and returns
+  that slice's full output with zeros elsewhere (the sum restores every token once). The numerics twin has no
+  cross-rank dispatch (it computes this rank's experts, ``runtime/emulation.py``), so it takes every token and
+  lets SGLang's sum add the ranks' experts, as SGLang's own EP ``FusedMoE`` does.
+
 Every other layer defers to ``FusedMoE`` in each method. The SGLang-free part is :mod:`moe_oracle.engines.bridge`.
 """
 
@@ -24,10 +48,23 @@ from typing import Any
 
 import torch
 from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+from sglang.srt.utils import is_cuda
 
 from moe_oracle.engines.bridge import ENGINE_PARAMS, LayerPlan, MegaMoEBridge, check_parameters
 
 logger = logging.getLogger("sglang.plugins.moe_oracle")
+#: SGLang's blocks leave the routed scaling factor to the experts' runner on CUDA (see the module docstring)
+RUNNER_SCALES = bool(is_cuda())
+_ANNOUNCED: set[str] = set()
+
+
+def routed_output_scale(routed_scaling_factor: float | None, fused_in_topk: bool, runner_scales: bool) -> float:
+    """The factor moe-oracle's layer multiplies its output by: SGLang's ``routed_scaling_factor`` where SGLang's
+    own runner would apply it (not folded into the top-k weights, and a platform whose blocks leave it to the
+    runner), else 1."""
+    if fused_in_topk or not runner_scales or routed_scaling_factor is None:
+        return 1.0
+    return float(routed_scaling_factor)
 
 
 class MoEOracleFusedMoE(FusedMoE):
@@ -61,8 +98,16 @@ class MoEOracleFusedMoE(FusedMoE):
             plan, ep_rank=ep_rank, ep_size=ep_size, ep_group=ep_group, device=device, engine="sglang"
         )
         self._moe_oracle.w13_up_first = bool(getattr(self.quant_method, "load_up_proj_weight_first", False))
+        fused = bool(self.should_fuse_routed_scaling_factor_in_topk)
+        self._moe_oracle_scale = routed_output_scale(self.moe_runner_config.routed_scaling_factor, fused, RUNNER_SCALES)
+        #: the twin computes this rank's experts only: it takes every token and SGLang's EP sum adds the ranks
+        self._moe_oracle_slices = ep_size > 1 and not plan.emulate
         _adopt_quant_method(self)
-        logger.debug("%s: served by %s", where, self._moe_oracle.layer.key)
+        level = logging.DEBUG if _ANNOUNCED else logging.INFO  # once per process at INFO, each layer at DEBUG
+        _ANNOUNCED.add(plan.variant)
+        logger.log(
+            level, "%s: served by moe-oracle's %s (EP %d/%d)", where, self._moe_oracle.layer.key, ep_rank, ep_size
+        )
 
     def _moe_oracle_load(self) -> None:
         """SGLang's loaded parameters -> moe-oracle's kernel layout; SGLang's copies are freed."""
@@ -77,18 +122,25 @@ class MoEOracleFusedMoE(FusedMoE):
         if self._moe_oracle is None:
             return super().forward(hidden_states, topk_output, *args, **kwargs)
         weights, ids = topk_output.topk_weights, topk_output.topk_ids
-        if self._moe_oracle.ep_size == 1:
-            return self._moe_oracle.forward(hidden_states, weights, ids)
-        # SGLang hands every MoE rank the same (gathered) tokens and sums the ranks' outputs afterwards: each rank
-        # dispatches its own slice through the fused kernel (which reaches every rank's experts) and contributes
-        # that slice's full output, zeros elsewhere
-        t = int(hidden_states.shape[0])
-        step = -(-t // self._moe_oracle.ep_size)
-        lo = min(t, step * int(self.moe_ep_rank))
-        hi = min(t, lo + step)
-        out = torch.zeros_like(hidden_states)
-        out[lo:hi] = self._moe_oracle.forward(hidden_states[lo:hi], weights[lo:hi], ids[lo:hi], tokens_across_dp=t)
-        return out
+        if not self._moe_oracle_slices:
+            out = self._moe_oracle.forward(hidden_states, weights, ids)
+        else:
+            # SGLang hands every MoE rank the same (gathered) tokens and sums the ranks' outputs afterwards: each
+            # rank dispatches its own slice through the fused kernel (which reaches every rank's experts) and
+            # contributes that slice's full output, zeros elsewhere
+            t = int(hidden_states.shape[0])
+            lo, hi = token_slice(t, self._moe_oracle.ep_size, int(self.moe_ep_rank))
+            out = torch.zeros_like(hidden_states)
+            out[lo:hi] = self._moe_oracle.forward(hidden_states[lo:hi], weights[lo:hi], ids[lo:hi], tokens_across_dp=t)
+        return out if self._moe_oracle_scale == 1.0 else out.mul_(self._moe_oracle_scale)
+
+
+def token_slice(tokens: int, ep_size: int, ep_rank: int) -> tuple[int, int]:
+    """``[lo, hi)``: the rows rank ``ep_rank`` dispatches of the ``tokens`` every MoE rank holds (ceil-split; the
+    last ranks may get fewer or none)."""
+    step = -(-tokens // ep_size)
+    lo = min(tokens, step * ep_rank)
+    return lo, min(tokens, lo + step)
 
 
 def _plan_for(layer_index: int) -> LayerPlan | None:

@@ -1,0 +1,312 @@
+"""Scaled real-config MoE blocks built by SGLang 0.5.23's own classes on the CPU, one process per role.
+
+Run by ``tests/engines/test_real_sglang_layer.py`` (each role is a fresh interpreter: SGLang loads plug-ins once
+per process, and the plug-in registers its ``FusedMoE`` replacement only where the inherited plan asks for it):
+
+``python -m tests.engines.sglang_scaled launch MODEL_DIR [SGLANG FLAGS...]``
+    the launching process: ``load_plugins()``, ``prepare_server_args`` and ``check_server_args`` for an SM90
+    target (SGLang's platform override, ``MOE_ORACLE_SGLANG_DEVICE``); prints ``{"plan": ...}`` or
+    ``{"refused": ...}``.
+``python -m tests.engines.sglang_scaled serve MODEL_DIR FAMILY LAYER...``
+    a scheduler process, as ``run_scheduler_process`` starts (``managers/scheduler.py:6322-6342``):
+    ``load_plugins()``, ``publish(server_args, role="scheduler")`` and ``init_parallel_runtime`` (gloo, world
+    size 1, ``--device cpu``); then the quantization config SGLang's loader derives
+    (``model_loader/loader.py:174-282``), the model's own MoE block class for each decoder ``LAYER``, the
+    experts filled through SGLang's expert-parameter mapping and ``weight_loader`` (what the model's
+    ``load_weights`` calls), ``process_weights_after_loading`` on every quant method (``loader.py:1080-1090``),
+    and the served block's forward (gate, SGLang's ``TopK``, moe-oracle's layer, shared experts) against
+    moe-oracle's FP32 reference on the same weights and SGLang's own top-k output. Prints one JSON object.
+
+The whole model is not built: on a CPU SGLang's attention layers need its CPU engine (``SGLANG_USE_CPU_ENGINE=1``),
+whose kernels (``sgl_kernel`` CPU ops) the PyPI wheel does not ship (``rotary_embedding/base.py:126-140`` imports
+``vllm._custom_ops`` otherwise), so the MoE blocks are built alone, by the same constructors the decoder layers call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "models"
+
+#: what every scaled model keeps within the SM90 kernels' contract (H % 512, I % 256; backends/cuda_sm90)
+_SCALED = dict(hidden_size=512, moe_intermediate_size=256, intermediate_size=1024, num_hidden_layers=2,
+               num_attention_heads=4, num_key_value_heads=4, vocab_size=1024, max_position_embeddings=4096)  # fmt: skip
+
+
+def qwen3_config() -> dict[str, Any]:
+    """Qwen3-30B-A3B-FP8 (softmax top-8, renormalized; FP8 block-128 experts), 32 experts: top-k kept."""
+    cfg = json.loads((FIXTURES / "Qwen--Qwen3-30B-A3B-FP8" / "config.json").read_text())
+    cfg.update(_SCALED, head_dim=128, num_experts=32, bos_token_id=0, eos_token_id=1)
+    quant = cfg["quantization_config"]
+    kept = [m for m in quant["modules_to_not_convert"] if not m.startswith("model.layers.") or m.split(".")[2] in "01"]
+    cfg["quantization_config"] = {**quant, "modules_to_not_convert": kept}
+    return cfg
+
+
+def kimi_k2_config() -> dict[str, Any]:
+    """Kimi-K2-Instruct (``DeepseekV3ForCausalLM``: sigmoid + correction bias, top-8 renormalized, one group,
+    routed scaling 2.827, one shared expert; FP8 block-128), 32 experts, first layer dense, one MTP layer.
+
+    The shared experts stay BF16 (``modules_to_not_convert``): SGLang's FP8 block linear has no CPU kernel."""
+    cfg = json.loads((FIXTURES / "moonshotai--Kimi-K2-Instruct" / "config.json").read_text())
+    cfg.pop("auto_map", None)
+    cfg.update(_SCALED, n_routed_experts=32, first_k_dense_replace=1, num_nextn_predict_layers=1, kv_lora_rank=128,
+               q_lora_rank=256, bos_token_id=0, eos_token_id=1, pad_token_id=0)  # fmt: skip
+    shared = [f"model.layers.{i}.mlp.shared_experts.{p}" for i in (1, 2) for p in ("gate_proj", "up_proj", "down_proj")]
+    cfg["quantization_config"] = {**cfg["quantization_config"], "modules_to_not_convert": ["lm_head", *shared]}
+    return cfg
+
+
+CONFIGS = {"qwen3": qwen3_config, "kimi_k2": kimi_k2_config}
+
+
+def write_model(directory: Path, family: str) -> str:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.json").write_text(json.dumps(CONFIGS[family]()))
+    return str(directory)
+
+
+# ---------------------------------------------------------------------------------------------
+# the launching process
+# ---------------------------------------------------------------------------------------------
+
+
+def launch(model: str, flags: list[str]) -> dict[str, Any]:
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    from sglang.srt.runtime_context import override_platform
+    from sglang.srt.server_args import prepare_server_args
+
+    from tests.engines.test_real_sglang import FACTS
+
+    with override_platform(**FACTS["sm90"]):
+        server_args = prepare_server_args(["--model-path", model, "--device", "cuda", *flags])
+        with contextlib.suppress(RuntimeError):  # its CUDA probes; check_server_args runs on the record anyway
+            server_args.resolve_once()
+        try:
+            server_args.check_server_args()
+        except ValueError as exc:
+            return {"refused": str(exc)}
+    return {"plan": os.environ.get("MOE_ORACLE_SGLANG_PLAN")}
+
+
+# ---------------------------------------------------------------------------------------------
+# a scheduler process
+# ---------------------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _scheduler(model: str) -> Any:
+    """SGLang's scheduler start-up, as far as the model: plug-ins, the published server args, the process groups."""
+    from sglang.srt.plugins import load_plugins
+
+    load_plugins()
+    from sglang.srt.distributed.bootstrap import init_parallel_runtime
+    from sglang.srt.runtime_context import SpawnRanks, publish
+    from sglang.srt.server_args import prepare_server_args
+
+    server_args = prepare_server_args(["--model-path", model, "--device", "cpu", "--skip-tokenizer-init"])
+    publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
+    init_parallel_runtime(server_args=server_args, device="cpu", dist_port=_free_port())
+    return server_args
+
+
+def _blocks(server_args: Any, family: str, layers: list[int]) -> tuple[Any, dict[int, Any]]:
+    import torch
+    from sglang.srt.configs.load_config import LoadConfig
+    from sglang.srt.configs.model_config import ModelConfig
+    from sglang.srt.model_loader.loader import _get_quantization_config
+    from sglang.srt.model_loader.utils import set_default_torch_dtype
+
+    model_config = ModelConfig.from_server_args(server_args)
+    quant_config = _get_quantization_config(model_config, LoadConfig())
+    hf = model_config.hf_config
+    blocks = {}
+    with set_default_torch_dtype(torch.bfloat16), torch.device("cpu"):
+        for i in layers:
+            prefix = f"model.layers.{i}.mlp"
+            if family == "qwen3":
+                from sglang.srt.models.qwen3_moe import Qwen3MoeSparseMoeBlock
+
+                blocks[i] = Qwen3MoeSparseMoeBlock(layer_id=i, config=hf, quant_config=quant_config, prefix=prefix)
+            else:
+                from sglang.srt.models.deepseek_v2 import DeepseekV2MoE
+
+                nextn = i >= hf.num_hidden_layers  # the MTP layer: DeepseekV3ForCausalLMNextN builds it so
+                blocks[i] = DeepseekV2MoE(hf, i, quant_config=quant_config, prefix=prefix, is_nextn=nextn)
+    return quant_config, blocks
+
+
+def _checkpoint(group: Any, seed: int) -> tuple[Any, dict[tuple[int, str], Any]]:
+    """moe-oracle's quantized experts in the group's checkpoint format and the per-expert checkpoint tensors."""
+    import torch
+
+    from moe_oracle.runtime.accuracy import random_masters
+    from moe_oracle.runtime.quantize import quantize_experts
+
+    experts = quantize_experts(*random_masters(group, torch.Generator().manual_seed(seed)), group.weight_quant)
+    i, si = group.moe_intermediate_size, experts.w13_scale.shape[1] // 2
+    tensors = {}
+    for e in range(group.num_experts):
+        tensors[e, "gate_proj.weight"], tensors[e, "up_proj.weight"] = experts.w13[e, :i], experts.w13[e, i:]
+        tensors[e, "down_proj.weight"] = experts.w2[e]
+        tensors[e, "gate_proj.weight_scale_inv"] = experts.w13_scale[e, :si]
+        tensors[e, "up_proj.weight_scale_inv"] = experts.w13_scale[e, si:]
+        tensors[e, "down_proj.weight_scale_inv"] = experts.w2_scale[e]
+    return experts, tensors
+
+
+def _load(block: Any, tensors: dict[tuple[int, str], Any], num_experts: int) -> None:
+    """The experts through SGLang's expert-parameter mapping and ``weight_loader`` (the models' ``load_weights``)."""
+    from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
+
+    params = dict(block.named_parameters())
+    mapping = FusedMoE.make_expert_params_mapping("gate_proj", "down_proj", "up_proj", num_experts)
+    for (e, rest), tensor in tensors.items():
+        name = f"experts.{e}.{rest}"
+        param_name, weight_name, expert_id, shard_id = next(m for m in mapping if m[1] in name)
+        target = name.replace(weight_name, param_name)
+        param = params[target]
+        param.weight_loader(param, tensor, target, shard_id=shard_id, expert_id=expert_id)
+
+
+def _init_rest(block: Any, seed: int) -> None:
+    """The router and the shared experts (not under test): small random values."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    for name, p in block.named_parameters():
+        if not name.startswith("experts."):
+            scale = 0.01 if name.endswith("e_score_correction_bias") else 0.1 if name.startswith("gate.") else 0.02
+            p.data.copy_((torch.randn(p.shape, generator=g) * scale).to(p.dtype))
+
+
+def _post_load(block: Any) -> None:
+    """What SGLang's loader runs after ``load_weights`` (``DefaultModelLoader.postprocess_weights``)."""
+    for module in block.modules():
+        method = getattr(module, "quant_method", None)
+        if method is not None:
+            method.process_weights_after_loading(module)
+
+
+def _describe(block: Any) -> dict[str, Any]:
+    from sglang.srt.layers.quantization.fp8 import Fp8MoEMethod
+
+    experts = block.experts
+    method = type(experts.quant_method)
+    return {
+        "block": type(block).__qualname__,
+        "experts": [type(experts).__module__, type(experts).__qualname__],
+        "served": experts._moe_oracle is not None,
+        "quant_method_is_sglangs": method is Fp8MoEMethod,
+        "quant_method_name": [method.__module__, method.__qualname__],
+        "forward_is_fusedmoe": type(experts).forward is not None and experts._moe_oracle is None,
+        "expert_params": int(experts.w13_weight.numel() + experts.w2_weight.numel()),
+        "fused_in_topk": bool(experts.should_fuse_routed_scaling_factor_in_topk),
+        "runner_routed_scaling_factor": experts.moe_runner_config.routed_scaling_factor,
+        "scale": getattr(experts, "_moe_oracle_scale", None),
+    }
+
+
+def serve(model: str, family: str, layers: list[int]) -> dict[str, Any]:
+    import torch
+
+    from moe_oracle.engines.sglang.layer import RUNNER_SCALES, _plan_for
+    from moe_oracle.runtime import calc_diff, reference_moe, route
+    from moe_oracle.runtime.tolerance import recipe_tolerance
+
+    server_args = _scheduler(model)
+    _, blocks = _blocks(server_args, family, layers)
+    out: dict[str, Any] = {"runner_scales": RUNNER_SCALES, "layers": {}}
+    served = [i for i, b in blocks.items() if b.experts._moe_oracle is not None]
+    plan = _plan_for(served[0]) if served else None
+    for i, block in blocks.items():
+        group = plan.group if plan is not None else None
+        if group is None:
+            raise SystemExit("no layer of this launch is served by moe-oracle")
+        experts, tensors = _checkpoint(group, seed=3 + i)
+        _load(block, tensors, group.num_experts)
+        loaded_as_checkpoint = torch.equal(block.experts.w13_weight.view(torch.uint8), experts.w13.view(torch.uint8))
+        _init_rest(block, seed=1 + i)
+        _post_load(block)
+        row = {**_describe(block), "loaded_as_checkpoint": loaded_as_checkpoint}
+        if i in served:
+            row.update(_forward(block, group, experts, calc_diff, reference_moe, route))
+            row["tolerance"] = recipe_tolerance(*_recipe(block))
+        out["layers"][str(i)] = row
+    return out
+
+
+def _recipe(block: Any) -> tuple[Any, Any]:
+    recipe = block.experts._moe_oracle.layer.recipe
+    return recipe.l1_input, recipe.l2_input
+
+
+def _forward(block: Any, group: Any, experts: Any, calc_diff: Any, reference_moe: Any, route: Any) -> dict[str, Any]:
+    """The block's forward (gate, SGLang's TopK, moe-oracle's layer, shared experts) against the FP32 reference."""
+    import torch
+
+    tokens = 9
+    x = (torch.randn(tokens, group.hidden_size, generator=torch.Generator().manual_seed(4)) * 0.5).bfloat16()
+    with torch.no_grad():
+        y = block(x.clone())
+        logits = block.gate(x)
+        logits = logits[0] if isinstance(logits, tuple) else logits
+        topk = block.topk(x, logits)
+        shared = block.shared_experts(x) if getattr(block, "shared_experts", None) is not None else torch.zeros_like(x)
+        # SGLang's TopK with the factor folded in (what a quant method declaring fuse_routed_scaling_factor_in_topk
+        # gets): the same experts, the weights times the factor
+        from dataclasses import replace
+
+        from sglang.srt.layers.moe.topk import select_experts
+
+        folded = replace(block.topk.topk_config, apply_routed_scaling_factor_on_output=True)
+        folded_topk = select_experts(x, logits, folded)
+    bias = getattr(block.gate, "e_score_correction_bias", None)
+    ids, weights = topk.topk_ids.long(), topk.topk_weights
+    own_ids, own_weights = route(group, logits.float(), bias=None if bias is None else bias.data)
+    rsf = group.routing.routed_scaling_factor or 1.0
+    routed = y.float() - shared.float()
+    ref = reference_moe(x, ids, weights, experts, group.activation) * rsf
+    return {
+        "topk_output": type(topk).__name__,
+        "weights_sum": [round(float(s), 5) for s in weights.sum(-1)],
+        "folded_same_ids": bool(torch.equal(folded_topk.topk_ids.long(), ids)),
+        "folded_weights_ratio": float((folded_topk.topk_weights / weights).mean()),
+        "same_experts_as_moe_oracle_routing": bool(torch.equal(ids.sort(-1).values, own_ids.sort(-1).values)),
+        "calc_diff": calc_diff(routed, ref),
+        # moe-oracle's routing carries the routed scaling factor in its weights
+        "calc_diff_moe_oracle_routing": calc_diff(
+            routed, reference_moe(x, own_ids, own_weights, experts, group.activation)
+        ),
+        "shape": list(y.shape),
+        "dtype": str(y.dtype),
+    }
+
+
+def main(argv: list[str]) -> None:
+    sys.path.insert(0, str(ROOT))
+    role, model, *rest = argv
+    if role == "launch":
+        result = launch(model, rest)
+    else:
+        family, *layers = rest
+        result = serve(model, family, [int(i) for i in layers])
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

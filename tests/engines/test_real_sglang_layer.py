@@ -1,0 +1,130 @@
+"""moe-oracle's layer inside SGLang 0.5.23's own MoE blocks, on the CPU (real SGLang; not in the default CI run).
+
+Run with ``tests/engines/run_real_sglang_plugin.sh``. Scaled real configs (``tests/engines/sglang_scaled.py``:
+Qwen3-30B-A3B-FP8 and Kimi-K2-Instruct, a ``DeepseekV3ForCausalLM``; H 512, I 256, 32 experts, the real top-k,
+scoring, groups, routed scaling and shared experts; FP8 block-128 experts) go through the plug-in's two processes:
+
+* the launching process (``load_plugins()``, ``check_server_args`` for an SM90 target) decides and writes the plan
+  (``MOE_ORACLE_SGLANG_BACKEND=emulation:sm90_fp8xfp8``, or per-group pins);
+* a scheduler process with that environment (``load_plugins()``, ``publish(role="scheduler")``,
+  ``init_parallel_runtime`` over gloo) builds the model's own MoE block class for each decoder layer
+  (``Qwen3MoeSparseMoeBlock``, ``DeepseekV2MoE``), SGLang's ``Fp8MoEMethod`` creates the parameters, SGLang's
+  ``weight_loader`` fills them from checkpoint-layout tensors, ``process_weights_after_loading`` hands them to
+  moe-oracle (SGLang's copies freed), and the block's forward (gate, SGLang's ``TopK``, moe-oracle's
+  ``emulation:sm90_fp8xfp8``, shared experts, routed scaling) is compared with moe-oracle's FP32 reference on the
+  same weights and SGLang's own top-k output, within the twin tolerance of the variant's recipe
+  (``moe_oracle/runtime/tolerance.py``).
+
+FP8 block-128 experts (the target): ``Fp8MoEMethod.create_weights`` and its weight loader run on the CPU; the
+shared experts stay BF16 (SGLang's FP8 block linear has no CPU kernel).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("sglang")
+
+from tests.engines.sglang_scaled import ROOT, write_model
+
+SPECULATIVE = [
+    "--speculative-algorithm",
+    "EAGLE",
+    "--speculative-num-steps",
+    "1",
+    "--speculative-eagle-topk",
+    "1",
+    "--speculative-num-draft-tokens",
+    "2",
+]
+FP8_TWIN = "emulation:sm90_fp8xfp8"
+
+
+def _run(args: list[str], env: dict[str, str]) -> dict:
+    full = {**os.environ, "SGLANG_PLUGINS": "moe_oracle", "MOE_ORACLE_SGLANG_DEVICE": "h200", **env}
+    cmd = [sys.executable, "-m", "tests.engines.sglang_scaled", *args]
+    done = subprocess.run(cmd, env=full, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-4000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _plan(model: str, backend: str, flags: list[str] = ()) -> str:
+    out = _run(["launch", model, *flags], {"MOE_ORACLE_SGLANG_BACKEND": backend})
+    assert "refused" not in out, out
+    assert out["plan"]
+    return out["plan"]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("sglang-models")
+    return {family: write_model(root / family, family) for family in ("qwen3", "kimi_k2")}
+
+
+def _served_within_tolerance(row: dict) -> None:
+    assert row["served"] and row["experts"] == ["moe_oracle.engines.sglang.layer", "MoEOracleFusedMoE"]
+    assert row["loaded_as_checkpoint"]  # SGLang's weight loader filled SGLang's parameters in checkpoint layout
+    assert row["expert_params"] == 0  # ... and moe-oracle took them over: SGLang's copies are freed
+    assert not row["quant_method_is_sglangs"] and row["quant_method_name"] == [
+        "sglang.srt.layers.quantization.fp8",
+        "Fp8MoEMethod",
+    ]  # the per-instance subclass keeps the name
+    assert row["topk_output"] == "StandardTopKOutput" and row["same_experts_as_moe_oracle_routing"]
+    assert row["shape"] == [9, 512] and row["dtype"] == "torch.bfloat16"
+    assert row["tolerance"] == 3e-3  # FP8 g128 activations: the recipe's twin tolerance
+    assert row["calc_diff"] < row["tolerance"], row
+    assert row["calc_diff_moe_oracle_routing"] < row["tolerance"], row
+
+
+def test_qwen3_moe_fp8_blocks_through_moe_oracle_match_the_fp32_reference(models: dict[str, str]) -> None:
+    plan = _plan(models["qwen3"], FP8_TWIN)
+    out = _run(["serve", models["qwen3"], "qwen3", "0", "1"], {"MOE_ORACLE_SGLANG_PLAN": plan})
+    for layer in ("0", "1"):
+        row = out["layers"][layer]
+        assert row["block"] == "Qwen3MoeSparseMoeBlock"
+        _served_within_tolerance(row)
+        assert row["weights_sum"] == [1.0] * 9  # softmax top-8, renormalized, no routed scaling
+        assert row["scale"] == 1.0
+
+
+def test_deepseek_v3_style_layer_served_and_the_mtp_layer_left_to_sglang(models: dict[str, str]) -> None:
+    """Kimi-K2 (DeepSeek-V3 block): layer 1 through moe-oracle, the MTP layer pinned to SGLang in the same launch."""
+    from moe_oracle.engines.sglang.layer import routed_output_scale
+
+    pins = json.dumps({"moe": FP8_TWIN, "mtp": "sglang"})
+    plan = _plan(models["kimi_k2"], pins, SPECULATIVE)
+    assert [g["runs"] for g in json.loads(plan)["groups"]] == ["moe-oracle", "sglang"]
+    out = _run(["serve", models["kimi_k2"], "kimi_k2", "1", "2"], {"MOE_ORACLE_SGLANG_PLAN": plan})
+    served, own = out["layers"]["1"], out["layers"]["2"]
+    assert served["block"] == own["block"] == "DeepseekV2MoE"
+    _served_within_tolerance(served)  # shared experts added by SGLang's block, routed scaling applied once
+
+    # the layer left to SGLang: SGLang's own quant method, its parameters, FusedMoE's forward
+    assert not own["served"] and own["quant_method_is_sglangs"] and own["forward_is_fusedmoe"]
+    assert own["loaded_as_checkpoint"] and own["expert_params"] == 32 * 3 * 512 * 256
+
+    # routed scaling factor 2.827: SGLang's TopK leaves it out of the weights (Fp8MoEMethod does not fuse it) ...
+    rsf = 2.827
+    assert served["fused_in_topk"] is False and served["runner_routed_scaling_factor"] == rsf
+    assert served["weights_sum"] == [1.0] * 9
+    # ... and folds it in when asked (the MXFP4 FlashInfer/Marlin methods): same experts, weights x 2.827
+    assert served["folded_same_ids"] and served["folded_weights_ratio"] == pytest.approx(rsf, rel=1e-5)
+    # on this CPU the block multiplies after the experts (deepseek_v2.py:1416-1422), so the layer does not; on CUDA
+    # SGLang's runner would, and so does moe-oracle's layer
+    assert out["runner_scales"] is False and served["scale"] == 1.0
+    assert routed_output_scale(rsf, False, runner_scales=True) == rsf
+    assert routed_output_scale(rsf, True, runner_scales=True) == 1.0
+
+
+def test_each_ep_rank_dispatches_its_slice_once() -> None:
+    from moe_oracle.engines.sglang.layer import token_slice
+
+    for tokens in (0, 1, 7, 8, 9, 64):
+        for ep in (1, 2, 8):
+            slices = [token_slice(tokens, ep, r) for r in range(ep)]
+            assert [i for lo, hi in slices for i in range(lo, hi)] == list(range(tokens))
