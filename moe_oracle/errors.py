@@ -20,6 +20,7 @@ class ExitCode(IntEnum):
     ENGINE_FAILED = 4
     REPLAY_MISMATCH = 5
     STALE = 6  # ``--check``: a generated file would change
+    DOES_NOT_FIT = 7  # the deployment's weights and buffers do not fit the engine's memory share (select/plan/serve)
     INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), the shells' convention
 
 
@@ -103,7 +104,10 @@ class DeploymentError(BadInputError):
 
 
 class DeploymentDoesNotFitError(BadInputError):
-    """A deployment whose weights, buffers and runtime reserve do not fit one GPU's memory share."""
+    """A deployment whose weights, buffers and runtime reserve do not fit one GPU's memory share (exit 7, the same
+    line from select, plan and serve; compare marks the column instead)."""
+
+    exit_code = ExitCode.DOES_NOT_FIT
 
 
 class OverrideRefusedError(OracleError):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -19,7 +20,7 @@ from moe_oracle.cli.options import (
     manual_options,
     question_options,
 )
-from moe_oracle.errors import BadInputError, ExitCode, OverrideRefusedError, excerpt
+from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, ExitCode, OverrideRefusedError, excerpt
 from moe_oracle.rules import Engine
 
 ENGINES = [e.value for e in Engine]
@@ -38,8 +39,10 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.advisories import load_advisories
+    from moe_oracle.decide.memory_share import EngineMemorySettings
     from moe_oracle.decide.record import decision_to_json, load_record
     from moe_oracle.decide.selection import Override, decide
+    from moe_oracle.plan.build import decision_fit, settled_budget
 
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")
@@ -89,44 +92,59 @@ def select(model: str | None, **kw: Any) -> None:
     deployment, _ = build_deployment(flags, env)
     for line in deployment_warnings(deployment):
         click.echo(f"warning: {line}", err=True)
-    workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
     software, origin = resolve_engine_software(software_name, flags.device, engine.value)
-    try:
-        decision = decide(
-            description,
-            deployment,
-            software,
-            engine=engine,
-            override=override,
-            allow_fallback=allow_fallback,
-            advisories=advisories,
-            workload=workload,
-            conversion=conversion,
-        )
-    except OverrideRefusedError as exc:
-        if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
-            for line in exc.trail:
-                click.echo(f"  {line}", err=True)
-        raise
+
+    def run(flags: Any) -> Any:
+        deployment, _ = build_deployment(flags, env)
+        workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
+        try:
+            return decide(
+                description,
+                deployment,
+                software,
+                engine=engine,
+                override=override,
+                allow_fallback=allow_fallback,
+                advisories=advisories,
+                workload=workload,
+                conversion=conversion,
+            )
+        except OverrideRefusedError as exc:
+            if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
+                for line in exc.trail:
+                    click.echo(f"  {line}", err=True)
+            raise
+
+    decision = run(flags)
+    fit, settings, settings_why = decision_fit(
+        model or description.model, decision, EngineMemorySettings(fraction=memory_fraction), env
+    )
+    budget = settled_budget(decision.deployment, settings)
+    if budget is not None:  # the settings that fit change the per-rank budget: decide again at it, as plan does
+        decision = run(replace(flags, max_num_batched_tokens=budget))
+        fit, settings, _ = decision_fit(model or description.model, decision, settings, env)
     doc = decision_to_json(decision, advisories, origin)
-    fit = _fit(decision, memory_fraction)
     doc["fit"] = fit.to_json()
     if layout_why:
         doc["layout_chosen"] = layout_why
-    _emit(decision, doc, as_json, all_reasons, fit=fit, layout_why=layout_why)
+    if settings_why:
+        doc["settings_chosen"] = settings_why
+    if not fit.fits and as_json:
+        raise _does_not_fit(decision, fit)
+    _emit(decision, doc, as_json, all_reasons, fit=fit, layout_why=layout_why, settings_why=settings_why)
+    if not fit.fits:
+        raise _does_not_fit(decision, fit)
 
 
-def _fit(decision: Any, memory_fraction: float | None) -> Any:
-    """The memory verdict of the decided deployment (symmetric buffers: counted by ``plan``, which sizes them)."""
-    from moe_oracle.decide.fit import chosen_conversions
-    from moe_oracle.decide.layout import fit_with_fix
+def _does_not_fit(decision: Any, fit: Any) -> DeploymentDoesNotFitError:
+    """The refusal ``plan`` gives for the same deployment (same message, fix and exit code)."""
+    from moe_oracle.plan.model import Layout
 
-    return fit_with_fix(
-        decision.model,
-        decision.deployment,
-        decision.engine,
-        conversions=chosen_conversions(decision),
-        memory_fraction=memory_fraction,
+    reason = fit.reasons[0]
+    return DeploymentDoesNotFitError(
+        f"[{reason.code.value}] {decision.model.model} on {Layout.of(decision.deployment).label()} x "
+        f"{decision.deployment.device.name}: {reason.message}",
+        fix=reason.remediation,
     )
 
 
@@ -245,11 +263,10 @@ def _emit(
     *,
     fit: Any = None,
     layout_why: str | None = None,
+    settings_why: str | None = None,
 ) -> None:
     for w in decision.warnings:
         click.echo(f"warning: {w}", err=True)
-    if fit is not None and not fit.fits:
-        click.echo(f"warning: {fit.reasons[0].message}; this deployment cannot load its weights", err=True)
     if as_json:
         click.echo(json.dumps(doc, indent=2))
         return
@@ -257,6 +274,8 @@ def _emit(
 
     if layout_why:
         click.echo(layout_why)
+    if settings_why:
+        click.echo(settings_why)
     render_decision(decision, doc, all_reasons=all_reasons)
     if fit is not None:
         click.echo("\n".join(fit.lines()))

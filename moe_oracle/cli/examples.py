@@ -88,7 +88,8 @@ def render_cli(command: str) -> str:
     lines += [
         "Every block below is the real output of the command above it, run on the bundled presets with",
         "named devices (no GPU, no network). Exit codes: 0 decided, 2 bad input, 3 override refused,",
-        "4 engine failed to start, 5 replay differs, 6 stale generated files, 130 interrupted, 1 internal error.",
+        "4 engine failed to start, 5 replay differs, 6 stale generated files, 7 deployment does not fit in memory "
+        "(select, plan, serve; compare marks the column), 130 interrupted, 1 internal error.",
         "",
     ]
     for heading, what, cmdline in EXAMPLES:

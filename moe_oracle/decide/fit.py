@@ -3,10 +3,13 @@
 Per rank: the routed experts at the rank's share (``tp*dp`` ranks hold one copy of the MoE
 layers: ``ep`` ways by expert, ``tp*dp/ep`` ways within an expert), in the format they run in
 (after a chosen load-time conversion); every other weight (:mod:`moe_oracle.model.footprint`),
-divided over ``tp`` (attention heads, vocabulary) and ``pp`` (layers); the symmetric buffers or
-heaps the plan sizes (given by the caller, from the backends' declared sizing); and the engine's
-runtime reserve (CUDA graphs and activations, :data:`RESERVE`). What remains of the engine's memory
-share is the KV cache; the longest single sequence it holds is reported.
+one line per kind, divided as the engine places it (:mod:`moe_oracle.decide.placement`: replicated,
+over attention TP, over the whole TP group...) and over ``pp`` (layers); the symmetric buffers or
+heaps the plan sizes (given by the caller, from the backends' declared sizing); and, where the
+engine's share holds them (vLLM), the runtime reserve (CUDA graphs and activations, an estimate).
+The share is the engine's own default for the flags given (:mod:`moe_oracle.decide.memory_share`:
+SGLang's ``--mem-fraction-static`` formula). What remains of it is the KV cache; the longest single
+sequence it holds is reported.
 
 A deployment whose weights, buffers and reserve exceed the share does not fit
 (``DEPLOYMENT_MEMORY_EXCEEDED``, with the smallest layout that does); one whose KV cache holds less
@@ -19,52 +22,22 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from moe_oracle.decide.memory_share import (
+    RESERVE_SOURCE,
+    EngineMemorySettings,
+    MemoryShare,
+    engine_share,
+    runtime_reserve_bytes,
+)
+from moe_oracle.decide.placement import Over, group_size, placement
 from moe_oracle.decide.selection import Decision
-from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.model.types import ModelDescription, MoELayerGroup, PartKind
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode
 from moe_oracle.spec.deployment import Deployment
 
 GIB = 1 << 30
 
 
-@dataclass(frozen=True)
-class MemoryShare:
-    """The share of a GPU's memory an engine takes for weights, buffers, activations and KV cache."""
-
-    flag: str | None
-    fraction: float
-    source: str
-    includes_reserve: bool = True  # False: CUDA graphs and activations live outside the share (SGLang)
-
-
-#: Each engine's default memory share (``flag`` sets it on the engine's command line).
-MEMORY_SHARE: dict[Engine, MemoryShare] = {
-    Engine.VLLM: MemoryShare(
-        "--gpu-memory-utilization",
-        0.9,
-        "vLLM's CacheConfig.gpu_memory_utilization default (https://docs.vllm.ai/en/latest/configuration/engine_args.html)",
-    ),
-    Engine.SGLANG: MemoryShare(
-        "--mem-fraction-static",
-        0.81,
-        "SGLang picks --mem-fraction-static itself when it is not given (from the GPU memory, TP size and CUDA-graph "
-        "batch); 0.81 is moe-oracle's assumption (SGLang's older figure for TP 8); the share holds weights and KV "
-        "cache only, CUDA graphs and activations live outside it; pass --memory-fraction with the value the server "
-        "logs",
-        includes_reserve=False,
-    ),
-    Engine.NONE: MemoryShare(None, 0.9, "moe-oracle's runtime: the same share as vLLM's default"),
-}
-
-#: The runtime reserve inside the engine's share: CUDA graphs (a fixed allowance) and the activation
-#: peak of one step (``ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN`` bytes per token per hidden unit at the
-#: per-rank token budget). moe-oracle's estimates, stated as such; an engine measures its own at start.
-RESERVE_CUDA_GRAPHS = 2 * GIB
-ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN = 24
-RESERVE_SOURCE = (
-    "estimate: CUDA graphs 2 GiB + activations 24 B x tokens per rank x hidden (bf16 hidden states, residual, "
-    "router logits and expert inputs of one step); engines profile their own at start"
-)
 #: Below this many tokens of KV cache for one sequence a deployment is not worth starting.
 MIN_CONTEXT = 4096
 
@@ -76,9 +49,11 @@ class FitItem:
     label: str
     bytes: int
     detail: str = ""
+    source: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"label": self.label, "bytes": self.bytes, "gib": round(self.bytes / GIB, 2), "detail": self.detail}
+        out = {"label": self.label, "bytes": self.bytes, "gib": round(self.bytes / GIB, 2), "detail": self.detail}
+        return out | ({"source": self.source} if self.source else {})
 
 
 @dataclass(frozen=True)
@@ -145,7 +120,8 @@ class Fit:
         out = [
             f"memory per rank ({self.device}, {self.hbm_bytes / GIB:.0f} GiB; engine share {self.share.fraction:g}"
             + (f" = {self.share.flag}" if self.share.flag else "")
-            + f": {self.usable_bytes / GIB:.1f} GiB)"
+            + f": {self.usable_bytes / GIB:.1f} GiB)",
+            f"  share: {self.share.source}",
         ]
         kv = "KV cache (what remains)"
         width = max(len(kv), *(len(item.label) for item in self.items))  # every figure in one column
@@ -184,6 +160,36 @@ def routed_expert_bytes(
     )
 
 
+def _kind_label(kind: PartKind) -> str:
+    return _KIND_LABELS.get(kind, kind.value.replace("_", " "))
+
+
+_KIND_LABELS = {PartKind.HEAD: "LM head", PartKind.DENSE_MLP: "dense MLP layers", PartKind.OTHER: "other weights"}
+
+
+def weight_items(
+    model: ModelDescription, deployment: Deployment, engine: Engine, *, mtp_built: bool, a2a_backend: str = "none"
+) -> list[FitItem]:
+    """One budget line per kind of non-routed-expert weight, divided as ``engine`` places it
+    (:mod:`moe_oracle.decide.placement`) and over ``pp`` stages."""
+    fp = model.footprint
+    if fp is None:
+        return []
+    par = deployment.parallel
+    items = []
+    for kind, total in fp.bytes_by_kind(mtp_built=mtp_built).items():
+        where = placement(engine, par, model.architecture, kind, a2a_backend=a2a_backend)
+        ways = group_size(engine, par, where.over)
+        if where.over is Over.REPLICATED:
+            detail = "replicated"
+        elif ways == 1:
+            detail = f"whole on each rank ({where.over.value} 1)"
+        else:
+            detail = f"over {ways} ({where.over.value})"
+        items.append(FitItem(_kind_label(kind), -(-total // (ways * par.pp)), detail, where.source))
+    return items
+
+
 def measure_fit(
     model: ModelDescription,
     deployment: Deployment,
@@ -194,17 +200,29 @@ def measure_fit(
     buffer_detail: str = "",
     mtp_built: bool = False,
     memory_fraction: float | None = None,
+    settings: EngineMemorySettings | None = None,
 ) -> Fit:
     """The per-rank memory budget of ``model`` on ``deployment`` served by ``engine``.
 
     ``conversions`` maps a layer group's name to the load-time conversion its chosen backend applies;
     ``buffer_bytes`` is the symmetric memory one rank allocates (the plan's derived total);
-    ``memory_fraction`` overrides the engine's default share.
+    ``settings`` are the engine flags the share depends on (``memory_fraction``, when given, overrides
+    its fraction); the share is the engine's own default for them (:func:`engine_share`).
     """
     par, device = deployment.parallel, deployment.device
-    share = MEMORY_SHARE[engine]
+    settings = settings or EngineMemorySettings()
     if memory_fraction is not None:
-        share = replace(share, fraction=memory_fraction, source="given (--memory-fraction)")
+        settings = replace(settings, fraction=memory_fraction)
+    share = engine_share(
+        engine,
+        gpu_mem_gib=device.memory_gib,
+        architecture=model.architecture,
+        tp=par.tp,
+        dp=par.dp,
+        pp=par.pp,
+        tokens_per_rank=par.tokens_per_rank,
+        settings=settings,
+    )
     hbm = int(device.memory_gib * GIB)
     experts = routed_expert_bytes(model, deployment, conversions or {}, mtp_built)
     ep_note = f"{par.ep}-way EP" + (f" x {par.moe_tp}-way TP within experts" if par.moe_tp > 1 else "")
@@ -212,8 +230,7 @@ def measure_fit(
     notes: list[str] = []
     fp = model.footprint
     if fp is not None:
-        other = -(-fp.bytes(mtp_built=mtp_built) // (par.tp * par.pp))
-        items.append(FitItem("attention, shared, dense, embeddings", other, f"over tp={par.tp}"))
+        items += weight_items(model, deployment, engine, mtp_built=mtp_built, a2a_backend=settings.a2a_backend)
     else:
         notes.append(
             "the weights besides the routed experts are not counted: this model family has no footprint entry "
@@ -222,15 +239,21 @@ def measure_fit(
     if buffer_bytes:
         items.append(FitItem("symmetric buffers / heaps", buffer_bytes, buffer_detail))
     hidden = model.main_group.hidden_size
-    activations = ACTIVATION_BYTES_PER_TOKEN_PER_HIDDEN * par.tokens_per_rank * hidden
     if share.includes_reserve:
         items.append(
-            FitItem("runtime reserve", RESERVE_CUDA_GRAPHS + activations, "CUDA graphs + activations (estimate)")
+            FitItem(
+                "runtime reserve",
+                runtime_reserve_bytes(par.tokens_per_rank, hidden),
+                "CUDA graphs + activations (estimate)",
+                RESERVE_SOURCE,
+            )
         )
     else:
         notes.append(
-            f"CUDA graphs and activations (~{(RESERVE_CUDA_GRAPHS + activations) / GIB:.1f} GiB, estimate) live "
-            f"outside {share.flag}: the remaining {1 - share.fraction:.0%} of the GPU must hold them"
+            f"activations and CUDA graphs live outside {share.flag}: the other {1 - share.fraction:.1%} of the GPU "
+            f"(SGLang's own formula reserves {share.reserve_outside_bytes / GIB:.1f} GiB for these flags); SGLang "
+            "applies the fraction to the memory free before the weights load (the GPU less its CUDA context and NCCL "
+            "buffers)"
         )
     need = sum(i.bytes for i in items)
     usable = int(share.fraction * hbm)

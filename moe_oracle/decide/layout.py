@@ -11,9 +11,16 @@ with the number of GPUs that would hold it. Explicit flags are judged as given.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from moe_oracle.decide.fit import Fit, measure_fit
+from moe_oracle.decide.fit import GIB, Fit, measure_fit
+from moe_oracle.decide.memory_share import (
+    VLLM_DEFAULT_UTILIZATION,
+    VLLM_MAX_PROPOSED_UTILIZATION,
+    EngineMemorySettings,
+    sglang_default_settings,
+)
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.rules import Conversion, Engine
@@ -75,10 +82,11 @@ def smallest_fitting(
     conversions: dict[str, Conversion | None] | None = None,
     buffer_bytes: int = 0,
     mtp_built: bool = False,
-    memory_fraction: float | None = None,
+    settings: EngineMemorySettings | None = None,
 ) -> tuple[str, Fit] | None:
     """The smallest pure DP+EP layout (doubling the GPUs from the given world size) on the same device whose
-    fit holds, as flags with its fit; None when none up to :data:`MAX_SEARCH_GPUS` does."""
+    fit holds (with the engine settings given, or ones :func:`fitting_settings` finds), as flags with its fit;
+    None when none up to :data:`MAX_SEARCH_GPUS` does."""
     topo, par = deployment.topology, deployment.parallel
     gpus = max(topo.world_size, par.tp * par.dp * par.pp)
     while gpus <= MAX_SEARCH_GPUS:
@@ -89,17 +97,22 @@ def smallest_fitting(
                 "parallel": par.model_copy(update={"tp": 1, "dp": gpus, "ep": gpus, "pp": 1}),
             }
         )
-        fit = measure_fit(
-            model,
-            candidate,
-            engine,
-            conversions=conversions,
-            buffer_bytes=buffer_bytes,
-            mtp_built=mtp_built,
-            memory_fraction=memory_fraction,
-        )
+        kw = dict(conversions=conversions, mtp_built=mtp_built)
+        fit = measure_fit(model, candidate, engine, buffer_bytes=buffer_bytes, settings=settings, **kw)  # type: ignore[arg-type]
+        extra = ""
+        if not fit.fits:
+            prop = fitting_settings(
+                model,
+                candidate,
+                engine,
+                given=settings,
+                buffer_for=lambda s: (buffer_bytes, ""),
+                **kw,  # type: ignore[arg-type]
+            )
+            if prop is not None:
+                fit, extra = prop.fit, " " + settings_flags(engine, prop.settings)
         if fit.fits and not fit.reasons:
-            flags = f"--dp {gpus} --ep {gpus}" + (f" --nodes {nodes}" if nodes > 1 else "")
+            flags = f"--dp {gpus} --ep {gpus}" + (f" --nodes {nodes}" if nodes > 1 else "") + extra
             return flags, fit
         gpus *= 2
     return None
@@ -136,24 +149,38 @@ def fit_with_fix(
     buffer_detail: str = "",
     mtp_built: bool = False,
     memory_fraction: float | None = None,
+    settings: EngineMemorySettings | None = None,
+    buffer_for: BufferFor | None = None,
 ) -> Fit:
-    """:func:`measure_fit`, with a failing verdict's fix naming what exists: the smallest DP+EP layout on
-    this device that fits (exact flags), and bundled checkpoints of the same model stored in a smaller format
-    that fit this layout."""
-    kw = dict(conversions=conversions, buffer_bytes=buffer_bytes, mtp_built=mtp_built, memory_fraction=memory_fraction)
-    fit = measure_fit(model, deployment, engine, buffer_detail=buffer_detail, **kw)  # type: ignore[arg-type]
+    """:func:`measure_fit`, with a failing verdict's fix naming what exists, in this order: engine settings the
+    engine accepts that make it fit (:func:`fitting_settings`), the smallest DP+EP layout on this device that
+    fits (exact flags), and bundled checkpoints of the same model stored in a smaller format that fit this
+    layout."""
+    settings = settings or EngineMemorySettings()
+    if memory_fraction is not None:
+        settings = replace(settings, fraction=memory_fraction)
+    kw = dict(conversions=conversions, mtp_built=mtp_built)
+    fit = measure_fit(
+        model, deployment, engine, buffer_bytes=buffer_bytes, buffer_detail=buffer_detail, settings=settings, **kw
+    )  # type: ignore[arg-type]
     if fit.fits:
         return fit
     fixes = []
-    bigger = smallest_fitting(model, deployment, engine, **kw)  # type: ignore[arg-type]
+    prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
+    if prop is not None:
+        fixes.append(
+            f"engine settings: {settings_flags(engine, prop.settings)} fit this layout, "
+            f"{prop.fit.kv_bytes / GIB:.1f} GiB of KV cache per rank"
+        )
+    bigger = smallest_fitting(model, deployment, engine, buffer_bytes=buffer_bytes, settings=settings, **kw)  # type: ignore[arg-type]
     if bigger is not None:
         flags, big_fit = bigger
         fixes.append(
-            f"more GPUs: {flags} (tp 1) on {deployment.device.name} fits, {big_fit.kv_bytes / (1 << 30):.1f} GiB of "
+            f"more GPUs: {flags} (tp 1) on {deployment.device.name} fits, {big_fit.kv_bytes / GIB:.1f} GiB of "
             "KV cache per rank"
         )
     for other in _smaller_checkpoints(model):
-        small = measure_fit(other, deployment, engine, buffer_bytes=buffer_bytes, memory_fraction=memory_fraction)
+        small = measure_fit(other, deployment, engine, buffer_bytes=buffer_bytes, settings=settings)
         if small.fits:
             fixes.append(
                 f"a smaller format: {other.model} ({other.main_group.weight_quant.label()} experts) fits this layout"
@@ -162,3 +189,165 @@ def fit_with_fix(
     fix = "; or ".join(fixes) if fixes else f"no layout of up to {MAX_SEARCH_GPUS} {deployment.device.name} GPUs fits"
     reasons = tuple(replace(r, remediation=fix) for r in fit.reasons)
     return replace(fit, reasons=reasons)
+
+
+def settings_flags(engine: Engine, s: EngineMemorySettings) -> str:
+    """The engine flags of ``s`` as moe-oracle's plans write them (SGLang's or vLLM's spelling)."""
+    if engine is Engine.SGLANG:
+        words = []
+        if s.chunked_prefill_size is not None:
+            words.append(f"--chunked-prefill-size {s.chunked_prefill_size}")
+        if s.cuda_graph_max_bs is not None:
+            words.append(f"--cuda-graph-max-bs-decode {s.cuda_graph_max_bs}")
+        if s.fraction is not None:
+            words.append(f"--mem-fraction-static {s.fraction:g}")
+        return " ".join(words)
+    return f"--gpu-memory-utilization {s.fraction:g}" if s.fraction is not None else ""
+
+
+def settle_fit(
+    model: ModelDescription,
+    deployment: Deployment,
+    engine: Engine,
+    *,
+    conversions: dict[str, Conversion | None] | None = None,
+    mtp_built: bool = False,
+    given: EngineMemorySettings | None = None,
+    buffer_for: BufferFor | None = None,
+) -> tuple[Fit, EngineMemorySettings, str | None]:
+    """The one fit of a decided deployment, as every command computes it: at the engine settings given (their
+    defaults where absent) when that fits; else at the first settings the engine accepts that fit (adopted, with
+    the reason); else the failing verdict with its fix (:func:`fit_with_fix`)."""
+    given = given or EngineMemorySettings()
+    buffers, detail = buffer_for(given) if buffer_for is not None else (0, "")
+    kw = dict(conversions=conversions, mtp_built=mtp_built)
+    fit = measure_fit(model, deployment, engine, buffer_bytes=buffers, buffer_detail=detail, settings=given, **kw)  # type: ignore[arg-type]
+    if fit.fits:
+        return fit, given, None
+    prop = fitting_settings(model, deployment, engine, given=given, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
+    if prop is not None:
+        return prop.fit, prop.settings, prop.why
+    failed = fit_with_fix(
+        model,
+        deployment,
+        engine,
+        buffer_bytes=buffers,
+        buffer_detail=detail,
+        settings=given,
+        buffer_for=buffer_for,
+        **kw,  # type: ignore[arg-type]
+    )
+    return failed, given, None
+
+
+#: SGLang decode CUDA-graph batch sizes the settings search tries (at most SGLang's default for the GPU).
+SGLANG_GRAPH_BATCHES = (512, 256, 128, 64, 32)
+#: The smallest per-rank prefill chunk the settings search proposes (tokens).
+MIN_PREFILL_PER_RANK = 256
+#: vLLM utilizations the settings search tries above the default, up to the stated ceiling.
+VLLM_UTILIZATIONS = (0.92, VLLM_MAX_PROPOSED_UTILIZATION)
+
+#: ``settings -> (symmetric bytes per rank, detail)`` for one candidate of engine settings (the plan's buffers).
+BufferFor = Callable[[EngineMemorySettings], tuple[int, str]]
+
+
+@dataclass(frozen=True)
+class SettingsProposal:
+    """Engine settings the fit chose because the engine's defaults do not fit (``why``: one sentence)."""
+
+    settings: EngineMemorySettings
+    fit: Fit
+    why: str
+
+
+def _candidates(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -> list[EngineMemorySettings]:
+    """Settings the engine itself accepts, in the order preferred: SGLang keeps the largest per-rank prefill chunk,
+    then the largest decode CUDA-graph batch (SGLang's formula gives a higher share to both smaller); vLLM a higher
+    ``--gpu-memory-utilization`` up to :data:`VLLM_MAX_PROPOSED_UTILIZATION`. A fraction given is judged as given."""
+    if given.fraction is not None:
+        return []
+    par = deployment.parallel
+    if engine is Engine.SGLANG:
+        _, default_bs = sglang_default_settings(deployment.device.memory_gib * 1024, par.tp * par.dp)
+        batches = [b for b in SGLANG_GRAPH_BATCHES if b <= default_bs]
+        if given.cuda_graph_max_bs is not None:
+            batches = [given.cuda_graph_max_bs]
+        per_rank = (given.chunked_prefill_size // par.dp) if given.chunked_prefill_size else par.tokens_per_rank
+        chunks = []
+        while per_rank >= MIN_PREFILL_PER_RANK:
+            chunks.append(per_rank * par.dp)
+            if given.chunked_prefill_size is not None:
+                break
+            per_rank //= 2
+        return [replace(given, chunked_prefill_size=c, cuda_graph_max_bs=b) for c in chunks for b in batches]
+    if engine is Engine.VLLM:
+        return [replace(given, fraction=f) for f in VLLM_UTILIZATIONS if f > VLLM_DEFAULT_UTILIZATION]
+    return []
+
+
+def settings_reason(
+    engine: Engine, deployment: Deployment, chosen: EngineMemorySettings, chosen_share: float, default: Fit
+) -> str:
+    """Why the engine settings ``chosen`` were proposed: the share the engine's defaults give (``default``, the
+    failing fit) and the one these give, both by the engine's own rule."""
+    par = deployment.parallel
+    short = f"{default.needed_bytes / GIB:.1f} GiB of weights and buffers against {default.usable_bytes / GIB:.1f}"
+    if engine is Engine.SGLANG:
+        what = (
+            f"--chunked-prefill-size {chosen.chunked_prefill_size} ({(chosen.chunked_prefill_size or 0) // par.dp} "
+            f"tokens per attention-DP rank) --cuda-graph-max-bs-decode {chosen.cuda_graph_max_bs}"
+        )
+        basis = (
+            f"at SGLang's defaults for this layout its own formula gives --mem-fraction-static "
+            f"{default.share.fraction:g} ({short}); for these settings it gives {chosen_share:g} (SGLang picks it "
+            "itself: no fraction is forced)"
+        )
+    else:
+        what = f"--gpu-memory-utilization {chosen.fraction:g}"
+        basis = (
+            f"at {default.share.fraction:g} it does not fit ({short}); moe-oracle proposes at most "
+            f"{VLLM_MAX_PROPOSED_UTILIZATION:g}"
+        )
+    return f"engine settings chosen by moe-oracle: {what}, because {basis}"
+
+
+def fitting_settings(
+    model: ModelDescription,
+    deployment: Deployment,
+    engine: Engine,
+    *,
+    conversions: dict[str, Conversion | None] | None = None,
+    mtp_built: bool = False,
+    given: EngineMemorySettings | None = None,
+    buffer_for: BufferFor | None = None,
+) -> SettingsProposal | None:
+    """The first engine settings (:func:`_candidates`) under which the deployment fits with its whole context
+    or at least :data:`~moe_oracle.decide.fit.MIN_CONTEXT` tokens; None when the given settings already fit or
+    none does."""
+    given = given or EngineMemorySettings()
+    shorter: tuple[EngineMemorySettings, Fit] | None = None
+    for cand in _candidates(deployment, engine, given):
+        buffers, detail = buffer_for(cand) if buffer_for is not None else (0, "")
+        fit = measure_fit(
+            model,
+            deployment,
+            engine,
+            conversions=conversions,
+            buffer_bytes=buffers,
+            buffer_detail=detail,
+            mtp_built=mtp_built,
+            settings=cand,
+        )
+        if fit.fits and not fit.reasons:  # the model's whole context: take it
+            shorter = (cand, fit)
+            break
+        if fit.fits and shorter is None:  # a shorter context: kept unless a later candidate holds the whole
+            shorter = (cand, fit)
+    if shorter is None:
+        return None
+    cand, fit = shorter
+    buffers, _ = buffer_for(given) if buffer_for is not None else (0, "")
+    default = measure_fit(
+        model, deployment, engine, conversions=conversions, buffer_bytes=buffers, mtp_built=mtp_built, settings=given
+    )
+    return SettingsProposal(cand, fit, settings_reason(engine, deployment, cand, fit.share.fraction, default))

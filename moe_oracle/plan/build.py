@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import itertools
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from moe_oracle.decide.fit import Fit, chosen_conversions
-from moe_oracle.decide.layout import fit_with_fix
+from moe_oracle.decide.layout import settle_fit
+from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
@@ -57,6 +59,9 @@ class PlanRequest:
     decode_tokens: int = 32
     memory_fraction: float | None = None
     layout_why: str | None = None
+    #: Engine memory settings already chosen (a re-plan at the per-rank budget they imply) and why.
+    settings: EngineMemorySettings | None = None
+    settings_why: str | None = None
 
 
 @dataclass
@@ -71,7 +76,13 @@ class PlanContext:
     backend: str | None
     variant: str | None
     user_env: dict[str, str]
-    memory_fraction: float | None = None  # --memory-fraction: the engine's memory share the fit assumed
+    #: The engine flags the memory fit settled on (given, or chosen because the defaults do not fit).
+    memory: EngineMemorySettings = field(default_factory=EngineMemorySettings)
+
+    @property
+    def memory_fraction(self) -> float | None:
+        """The memory share to pass on the engine's command line (None: the engine picks its own)."""
+        return self.memory.fraction
 
 
 @dataclass
@@ -355,10 +366,22 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         backend=backend,
         variant=variant,
         user_env=dict(req.env),
-        memory_fraction=req.memory_fraction,
+        memory=req.settings or EngineMemorySettings(fraction=req.memory_fraction),
     )
+    fit, ctx.memory, settings_why = context_fit(ctx)
+    budget = settled_budget(active_dep, ctx.memory)
+    if budget is not None and req.settings is None:  # the settings change the per-rank budget: decide again at it
+        flags = dataclasses.replace(req.flags, max_num_batched_tokens=budget)
+        return build_plan(dataclasses.replace(req, flags=flags, settings=ctx.memory, settings_why=settings_why))
+    settings_why = settings_why or req.settings_why
+    if not fit.fits:
+        reason = fit.reasons[0]
+        raise DeploymentDoesNotFitError(
+            f"[{reason.code.value}] {description.model} on {Layout.of(active_dep).label()} x {active_dep.device.name}: "
+            f"{reason.message}",
+            fix=reason.remediation,
+        )
     parts: EngineParts = eng.build(ctx)
-    fit = plan_fit(description, active, active_dep, parts.derived, req.memory_fraction)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
     if active.main.chosen is not None:
@@ -392,34 +415,76 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         default_command_reason=why_not,
         fit=fit,
         layout_why=req.layout_why,
+        settings_why=settings_why,
         decision_obj=active,
     )
 
 
-def plan_fit(
-    description: ModelDescription,
-    decision: Decision,
-    deployment: Deployment,
-    derived: list[Derived],
-    memory_fraction: float | None,
-) -> Fit:
-    """The memory verdict of the planned deployment, with the plan's symmetric buffers; a deployment that
-    cannot hold its weights is refused (exit 2) with the numbers and the layouts or formats that fit."""
-    buffers = next((d for d in derived if d.key == "symm_buffer_total_bytes"), None)
-    fit = fit_with_fix(
-        description,
-        deployment,
-        decision.engine,
-        conversions=chosen_conversions(decision),
-        buffer_bytes=buffers.value if buffers is not None else 0,
-        buffer_detail="the derived total below" if buffers is not None else "",
-        memory_fraction=memory_fraction,
-    )
-    if not fit.fits:
-        reason = fit.reasons[0]
-        raise DeploymentDoesNotFitError(
-            f"[{reason.code.value}] {description.model} on {Layout.of(deployment).label()} x {deployment.device.name}: "
-            f"{reason.message}",
-            fix=reason.remediation,
+def settled_budget(deployment: Deployment, settings: EngineMemorySettings) -> int | None:
+    """The per-rank token budget the chosen engine settings imply when it differs from the deployment's: SGLang's
+    per-rank prefill chunk is ``--chunked-prefill-size / --attn-dp-size``, and the decision (and moe-oracle's
+    plug-in inside SGLang, which decides at that chunk) must be made at it."""
+    if settings.chunked_prefill_size is None:
+        return None
+    par = deployment.parallel
+    per_rank = settings.chunked_prefill_size // par.dp
+    return per_rank if per_rank != par.max_num_batched_tokens else None
+
+
+def _symmetric_total(parts: EngineParts) -> tuple[int, str]:
+    total = next((d for d in parts.derived if d.key == "symm_buffer_total_bytes"), None)
+    return (total.value, "the derived total below") if total is not None else (0, "")
+
+
+def _a2a_backend(parts: EngineParts) -> str:
+    """The ``--moe-a2a-backend`` the engine's command sets ("none" when absent): SGLang places shared experts by it."""
+    argv = parts.commands[0].argv if parts.commands else ()
+    for flag, value in itertools.pairwise(argv):
+        if flag == "--moe-a2a-backend":
+            return value
+    return "none"
+
+
+def context_fit(ctx: PlanContext) -> tuple[Fit, EngineMemorySettings, str | None]:
+    """The memory verdict of one planned server, the same for select, plan, serve and compare: its weights as the
+    engine places them, the symmetric buffers the engine's plan sizes for each candidate of settings, and the
+    engine's share for those settings (:func:`moe_oracle.decide.layout.settle_fit`: the settings given, else ones
+    the engine accepts that fit, with the reason)."""
+    if ctx.decision.engine not in PLAN_ENGINES:  # moe-oracle's runtime alone: no engine plan sizes buffers
+        return settle_fit(
+            ctx.description, ctx.deployment, ctx.decision.engine, conversions=chosen_conversions(ctx.decision)
         )
-    return fit
+    eng = engine_module(ctx.decision.engine)
+
+    def parts_for(settings: EngineMemorySettings) -> EngineParts:
+        return eng.build(dataclasses.replace(ctx, memory=settings))
+
+    given = dataclasses.replace(ctx.memory, a2a_backend=_a2a_backend(parts_for(ctx.memory)))
+    return settle_fit(
+        ctx.description,
+        ctx.deployment,
+        ctx.decision.engine,
+        conversions=chosen_conversions(ctx.decision),
+        given=given,
+        buffer_for=lambda s: _symmetric_total(parts_for(s)),
+    )
+
+
+def decision_fit(
+    model_arg: str, decision: Decision, settings: EngineMemorySettings, env: dict[str, str]
+) -> tuple[Fit, EngineMemorySettings, str | None]:
+    """:func:`context_fit` of a decision as ``select`` makes it (one server on the deployment decided); when the
+    settings it returns imply another per-rank budget (:func:`settled_budget`), the caller decides again at it."""
+    backend, variant, _ = global_choice(decision)
+    ctx = PlanContext(
+        model_arg=_model_arg(model_arg, decision.model),
+        description=decision.model,
+        decision=decision,
+        deployment=decision.deployment,
+        replicas=1,
+        backend=backend,
+        variant=variant,
+        user_env=dict(env),
+        memory=settings,
+    )
+    return context_fit(ctx)

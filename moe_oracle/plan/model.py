@@ -196,6 +196,7 @@ class LaunchPlan:
     default_command_reason: str | None = None
     fit: Any = None  # moe_oracle.decide.fit.Fit (the memory verdict per rank)
     layout_why: str | None = None  # set when the oracle chose the layout (no layout flag given)
+    settings_why: str | None = None  # set when the oracle chose engine memory settings (the defaults do not fit)
     decision_obj: Any = None  # the Decision behind ``decision`` (not serialized)
 
     @property
@@ -251,5 +252,6 @@ class LaunchPlan:
             "fingerprint": self.fingerprint,
             "fit": None if self.fit is None else self.fit.to_json(),
             "layout_chosen": self.layout_why,
+            "settings_chosen": self.settings_why,
             "decision": self.decision,
         }

@@ -38,6 +38,8 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
         out.append(f"Layout: {plan.layout.label()}, {plan.layout.nodes} node(s) x {plan.layout.gpus_per_node} GPUs.")
     if plan.layout_why:
         out.append(f"  {plan.layout_why}")
+    if plan.settings_why:
+        out.append(f"  {plan.settings_why}")
     if plan.fit is not None:
         kv = plan.fit.kv_bytes / (1 << 30)
         out.append(

@@ -36,6 +36,8 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--moe-runner-backend",
     "--quantization",
     "--mem-fraction-static",
+    "--cuda-graph-max-bs-decode",
+    "--disable-shared-experts-fusion",
 )
 
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).

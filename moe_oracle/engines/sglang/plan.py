@@ -287,7 +287,9 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
             flavour="sm90" if sm90 else "sm100",
             shape=shape,
             ranks=par.ep,
-            tokens_per_rank=par.max_num_batched_tokens,
+            tokens_per_rank=B.prefill_tokens_per_rank(
+                ctx.memory.chunked_prefill_size or par.max_num_batched_tokens * par.dp, par.dp
+            ),
             tokens_origin="per-rank prefill chunk (--chunked-prefill-size / --attn-dp-size); moe-oracle sizes one "
             "buffer per shape, allocated at model construction (before SGLang sizes its KV cache with "
             "--mem-fraction-static)",
@@ -300,6 +302,25 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
             "which has no SM90 FP4 kernel. Unverified: SGLang's own DeepGEMM calls with that build."
         )
     return derived
+
+
+def _unfused_shared(ctx: PlanContext, runtime: list[GroupRoute], notes: list[str]) -> list[str]:
+    """``--disable-shared-experts-fusion`` where the plug-in serves a group with shared experts: its layer takes the
+    routed experts only (``engines/sglang/layer.py`` refuses fused ones). SGLang fuses the shared expert into the
+    routed experts by default for DeepSeek V3/R1-shaped checkpoints and GLM-5 without EP on NVIDIA
+    (``models/deepseek_v2.py:3325-3393``, ``glm4_moe.py:1284-1285``), GLM-4.5 without EP (``glm4_moe.py:1012-1034``);
+    DeepSeek V4 only with ``--enforce-shared-experts-fusion`` (``deepseek_v4.py:4864-4890``). The flag turns it off
+    wherever it would be on and changes nothing elsewhere (``arg_groups/fields/exec_.py:984-990``)."""
+    served = {r.name for r in runtime}
+    if not any(g.group.num_shared_experts for g in ctx.decision.groups if g.group.name in served):
+        return []
+    notes.append(
+        "--disable-shared-experts-fusion: moe-oracle's layer serves the routed experts only and SGLang computes the "
+        "shared expert beside it; SGLang would otherwise fuse the shared expert into the routed experts for "
+        "DeepSeek-V3-shaped and GLM checkpoints without EP (models/deepseek_v2.py:3325-3393, glm4_moe.py:1012-1034); "
+        "for the others the flag changes nothing."
+    )
+    return ["--disable-shared-experts-fusion"]
 
 
 def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
@@ -327,7 +348,7 @@ def build(ctx: PlanContext) -> EngineParts:
     derived: list[Derived] = []
     env: dict[str, str] = {}
     tp_size = par.tp * par.dp
-    chunk = par.max_num_batched_tokens * par.dp
+    chunk = ctx.memory.chunked_prefill_size or par.max_num_batched_tokens * par.dp
     argv = [*F.LAUNCH, "--model-path", ctx.model_arg, "--tp-size", str(tp_size)]
     if par.dp > 1:
         argv += ["--attn-dp-size", str(par.dp)]
@@ -336,12 +357,15 @@ def build(ctx: PlanContext) -> EngineParts:
     if par.pp > 1:
         argv += ["--pp-size", str(par.pp)]
     argv += ["--chunked-prefill-size", str(chunk)]
+    if ctx.memory.cuda_graph_max_bs is not None:  # chosen by the memory fit (SGLang's formula reserves less)
+        argv += ["--cuda-graph-max-bs-decode", str(ctx.memory.cuda_graph_max_bs)]
     if ctx.memory_fraction is not None:  # the share the memory fit assumed (else SGLang picks its own)
         argv += ["--mem-fraction-static", f"{ctx.memory_fraction:g}"]
     amd = dep.device.vendor.value == "amd"
     runtime = _runtime_groups(ctx)
     if runtime:
         derived += _plugin(ctx, runtime, env, notes)
+        argv += _unfused_shared(ctx, runtime, notes)
     elif ctx.backend is not None:
         argv += ["--moe-a2a-backend", F.a2a_backend(ctx.backend)]
         if ctx.backend == "deep_gemm_mega_moe":

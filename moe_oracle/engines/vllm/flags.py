@@ -23,6 +23,7 @@ SERVE_FLAGS: tuple[str, ...] = (
     "--pipeline-parallel-size",
     "--enable-expert-parallel",
     "--max-num-batched-tokens",
+    "--gpu-memory-utilization",
     "--moe-backend",
     "--all2all-backend",
     "--enable-eplb",
