@@ -64,6 +64,7 @@ def cli() -> None:
       4    engine could not be started (serve)
       5    replay differs from the record (select --replay)
       6    generated files are stale (plan --examples --check)
+      7    the deployment does not fit in memory (select, plan, serve)
       130  interrupted (Ctrl-C)
     """
 

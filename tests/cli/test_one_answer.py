@@ -50,15 +50,33 @@ def test_a_bare_device_is_given_a_layout_and_its_reason():
 
 def test_plan_refuses_a_deployment_that_cannot_hold_its_weights():
     r = cli("plan", "deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--dp", "8", "--ep", "8", "--engine", "vllm")
-    assert r.code == 2 and r.out == ""
+    assert r.code == 7 and r.out == ""
     assert "[DEPLOYMENT_MEMORY_EXCEEDED]" in r.err and "--dp 32 --ep 32 --nodes 4" in r.err
 
 
-def test_select_says_a_deployment_cannot_load():
+def test_select_refuses_a_deployment_that_cannot_load():
     r = cli("select", "zai-org/GLM-5", "--device", "h200", "--dp", "8", "--ep", "8", "--json")
-    assert r.code == 0
+    assert r.code == 7
     doc = json.loads(r.out)
-    assert doc["fit"]["verdict"] == "DOES NOT FIT" and "cannot load its weights" in r.err
+    assert doc["exit_code"] == 7 and "[DEPLOYMENT_MEMORY_EXCEEDED]" in doc["message"]
+
+
+def test_select_and_plan_give_one_fit_and_one_exit_code_for_a_deployment_that_does_not_fit():
+    """Same bytes (the plan's symmetric buffers counted in select too), same line, same exit code 7."""
+    flags = ("deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--dp", "8", "--ep", "8", "--engine", "sglang")
+    sel, plan = cli("select", *flags), cli("plan", *flags)
+    assert sel.code == plan.code == 7
+    line = next(x for x in sel.err.splitlines() if x.startswith("error: "))
+    assert line == plan.err.strip().splitlines()[-1]
+    assert "needs" in line and "one rank needs" in sel.out  # the fit table printed before the refusal
+
+
+def test_select_and_plan_agree_on_a_fit_their_buffers_included():
+    flags = ("deepseek-ai/DeepSeek-V4-Pro", "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang")
+    sel = json.loads(cli("select", *flags, "--json").out)
+    plan = json.loads(cli("plan", *flags, "--json").out)
+    assert sel["fit"] == plan["fit"] and sel["fingerprint"] == plan["fingerprint"]
+    assert any(i["label"] == "symmetric buffers / heaps" for i in sel["fit"]["per_rank"])
 
 
 def test_compare_columns_are_the_plans():

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.decide.fit import built_groups, measure_fit
+from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.layout import fit_with_fix, propose_layout, smallest_fitting
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.resolve import resolve_model
@@ -108,6 +109,9 @@ def test_gpus_per_node_without_nodes_is_one_node():
 
 def test_smallest_fitting_layout_is_none_when_nothing_fits():
     found = smallest_fitting(
-        resolve_model("deepseek-ai/DeepSeek-V4-Pro"), _dep("h100", dp=8, ep=8), Engine.VLLM, memory_fraction=0.05
+        resolve_model("deepseek-ai/DeepSeek-V4-Pro"),
+        _dep("h100", dp=8, ep=8),
+        Engine.VLLM,
+        settings=EngineMemorySettings(fraction=0.05),
     )
     assert found is None

@@ -145,7 +145,7 @@ def test_published_ep8_points_are_marked_unmeasured():
 def test_max_num_seqs_is_the_decode_batch():
     from tests.cli.runner import cli
 
-    base = ("select", GLM5_FP8, "--device", "h200", "--gpus-per-node", "1", "--software", "all")
+    base = ("select", GLM5_FP8, "--device", "h200", "--dp", "8", "--ep", "8", "--software", "all")
     out = cli(*base, "--max-num-seqs", "8")
     assert out.code == 0 and "decode 8 + prefill 8192" in out.out, out.err
     out = cli(*base, "--max-num-seqs", "8", "--decode-tokens", "4")
