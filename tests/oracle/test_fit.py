@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.decide.fit import built_groups, measure_fit
-from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.layout import fit_with_fix, propose_layout, smallest_fitting
+from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.rules import Engine, ReasonCode
