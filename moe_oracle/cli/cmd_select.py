@@ -39,10 +39,9 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.advisories import load_advisories
-    from moe_oracle.decide.memory_share import EngineMemorySettings
     from moe_oracle.decide.record import decision_to_json, load_record
     from moe_oracle.decide.selection import Override, decide
-    from moe_oracle.plan.build import decision_fit, settled_budget
+    from moe_oracle.plan.build import settled_decision
 
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")
@@ -115,14 +114,12 @@ def select(model: str | None, **kw: Any) -> None:
                     click.echo(f"  {line}", err=True)
             raise
 
-    decision = run(flags)
-    fit, settings, settings_why = decision_fit(
-        model or description.model, decision, EngineMemorySettings(fraction=memory_fraction), env
+    decision, fit, settings_why = settled_decision(
+        lambda budget: run(flags if budget is None else replace(flags, max_num_batched_tokens=budget)),
+        model or description.model,
+        memory_fraction,
+        env,
     )
-    budget = settled_budget(decision.deployment, settings)
-    if budget is not None:  # the settings that fit change the per-rank budget: decide again at it, as plan does
-        decision = run(replace(flags, max_num_batched_tokens=budget))
-        fit, settings, _ = decision_fit(model or description.model, decision, settings, env)
     doc = decision_to_json(decision, advisories, origin)
     doc["fit"] = fit.to_json()
     if layout_why:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -488,3 +489,18 @@ def decision_fit(
         memory=settings,
     )
     return context_fit(ctx)
+
+
+def settled_decision(
+    decide_at: Callable[[int | None], Decision], model_arg: str, memory_fraction: float | None, env: dict[str, str]
+) -> tuple[Decision, Fit, str | None]:
+    """A decision and its fit as ``select`` and the matrix make them, the way :func:`build_plan` does: decide
+    (``decide_at(None)``), fit (:func:`decision_fit`), and when the engine settings that fit imply another per-rank
+    budget, decide again at it (``decide_at(budget)``) and fit at those settings. Returns the settings' reason."""
+    decision = decide_at(None)
+    fit, settings, why = decision_fit(model_arg, decision, EngineMemorySettings(fraction=memory_fraction), env)
+    budget = settled_budget(decision.deployment, settings)
+    if budget is not None:
+        decision = decide_at(budget)
+        fit, _, _ = decision_fit(model_arg, decision, settings, env)
+    return decision, fit, why

@@ -14,9 +14,10 @@ from enum import Enum
 from typing import Any
 
 from moe_oracle.decide.advisories import Advisory
-from moe_oracle.decide.fit import chosen_conversions, measure_fit
+from moe_oracle.decide.fit import Fit, chosen_conversions, measure_fit
 from moe_oracle.decide.selection import Candidate, Decision, decide
 from moe_oracle.model.types import MoELayerGroup, layer_span
+from moe_oracle.plan.build import PLAN_ENGINES, settled_decision
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
@@ -271,6 +272,25 @@ def _group_verdicts(decision: Decision, spec: VariantSpec, fits: bool = True) ->
     return tuple(out)
 
 
+def _decide_and_fit(spec: ScenarioSpec, advisories: Any, reg: Registry) -> tuple[Decision, Fit]:
+    """The scenario's decision and memory fit, as ``select`` gives them for its command (:func:`settled_decision`:
+    the plan's symmetric buffers counted, engine settings that fit adopted)."""
+
+    def decide_at(budget: int | None) -> Decision:
+        dep = spec.deployment
+        if budget is not None:
+            dep = dep.model_copy(
+                update={"parallel": dep.parallel.model_copy(update={"max_num_batched_tokens": budget})}
+            )
+        return decide(spec.model, dep, spec.software, engine=spec.engine, advisories=advisories, registry=reg)
+
+    if spec.engine not in PLAN_ENGINES:
+        decision = decide_at(None)
+        return decision, measure_fit(spec.model, spec.deployment, spec.engine, conversions=chosen_conversions(decision))
+    decision, fit, _ = settled_decision(decide_at, spec.model.model, None, dict(spec.deployment.env))
+    return decision, fit
+
+
 def build_matrix(
     scenarios: Sequence[ScenarioSpec],
     *,
@@ -283,10 +303,7 @@ def build_matrix(
     rows: list[tuple[Cell, ...]] = []
     decided: list[MatrixScenario] = []
     for spec in scenarios:
-        decision = decide(
-            spec.model, spec.deployment, spec.software, engine=spec.engine, advisories=advisories, registry=reg
-        )
-        fit = measure_fit(spec.model, spec.deployment, spec.engine, conversions=chosen_conversions(decision))
+        decision, fit = _decide_and_fit(spec, advisories, reg)
         msc = MatrixScenario(spec, decision, fit.verdict)
         decided.append(msc)
         rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))

@@ -39,7 +39,7 @@ def test_examples_show_the_derived_quantities() -> None:
     files = generate()
     assert "MORI_SHMEM_HEAP_SIZE=8G" in files["vllm--deepseek-v4-flash--8xmi355x.md"]
     assert "DeepGEMM symmetric buffer per rank" in files["vllm--deepseek-v4-flash--8xb200.md"]
-    assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK=9600" in files["sglang--glm-5-fp8--8xh200.md"]
+    assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK=1920" in files["sglang--glm-5-fp8--8xh200.md"]
     assert "Replica plan: 2 x DP8+EP8" in files["vllm--deepseek-v4-flash--2x8xb200.md"]
     assert "EP_EXCEEDS_DOMAIN" in files["vllm--deepseek-v4-flash--2x8xh200.md"]
 

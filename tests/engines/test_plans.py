@@ -201,8 +201,10 @@ def test_sglang_glm_h200_runs_sm90_fp8() -> None:
     p = plan(GLM, "sglang", device="h200", dp=8, ep=8)
     assert p.backend == "deep_gemm_mega_moe" and p.variant == "sm90_fp8xfp8"
     assert flag(p.argv, "--moe-a2a-backend") == "megamoe"
-    # SM90 (sgl-deep-gemm 0.2.3.post2): full pool = align(8*9600*8 + 32*239, 1920) = 622080
-    assert derived(p, "deepgemm_pool_tokens") == 622080
+    # SGLang's own --mem-fraction-static formula holds the weights only with --chunked-prefill-size 8192 (1024 per
+    # rank, cap 1920): SM90 (sgl-deep-gemm 0.2.3.post2) full pool = align(8*1920*8 + 32*239, 1920) = 130560
+    assert flag(p.argv, "--chunked-prefill-size") == "8192"
+    assert derived(p, "deepgemm_pool_tokens") == 130560
     assert any("silently runs SGLang's fused MoE" in n for n in p.notes)  # GLM-5 has a fallback
 
 
