@@ -75,7 +75,7 @@ class Fit:
 
     @property
     def usable_bytes(self) -> int:
-        return int(self.share.fraction * self.hbm_bytes)
+        return max(0, int(self.share.fraction * self.hbm_bytes))
 
     @property
     def needed_bytes(self) -> int:
@@ -256,7 +256,7 @@ def measure_fit(
             "buffers)"
         )
     need = sum(i.bytes for i in items)
-    usable = int(share.fraction * hbm)
+    usable = max(0, int(share.fraction * hbm))
     kv = max(0, usable - need)
     per_token = fp.kv_bytes_per_token if fp is not None else None
     fixed = fp.kv_bytes_fixed if fp is not None else 0

@@ -30,6 +30,7 @@ class Over(str, Enum):
     TP = "tp"
     ATTN_TP = "attention tp"
     MOE_DENSE_TP = "moe-dense tp"
+    EXPERTS = "the MoE group"
     REPLICATED = "replicated"
 
 
@@ -143,6 +144,15 @@ SGLANG_A2A_SHARED = Placement(
 )
 
 
+#: Routed-expert tensors the MoE description does not weigh (expert biases, an MTP layer's routed experts): every
+#: engine shards them with the experts they belong to (FusedMoE's per-expert parameters).
+EXPERT_TENSORS = Placement(
+    Over.EXPERTS,
+    "vllm 0.33 / sglang 0.5.23 FusedMoE: per-expert parameters live with the "
+    "rank's experts (expert parallel, TP within an expert)",
+)
+
+
 def attention_mode(par: Parallelism) -> AttentionMode:
     return AttentionMode.DP if par.dp > 1 else AttentionMode.TP
 
@@ -152,6 +162,8 @@ def placement(
 ) -> Placement:
     """Where ``kind`` lives for ``engine`` on the layout ``par`` (``a2a_backend``: SGLang's ``--moe-a2a-backend``)."""
     mode = attention_mode(par)
+    if kind is PartKind.ROUTED_EXPERTS:
+        return EXPERT_TENSORS
     if engine is Engine.SGLANG and kind is PartKind.SHARED_EXPERTS and a2a_backend != "none":
         return SGLANG_A2A_SHARED
     own = ARCH_PLACEMENT.get((engine, mode, architecture), {})
@@ -162,6 +174,8 @@ def group_size(engine: Engine, par: Parallelism, over: Over) -> int:
     """How many ranks share one copy of a weight placed ``over`` (1: replicated)."""
     if over is Over.REPLICATED:
         return 1
+    if over is Over.EXPERTS:  # like the routed experts: tp*dp ranks hold one copy (ep ways x tp*dp/ep)
+        return par.moe_group_size
     if engine is Engine.SGLANG:
         return par.tp if over is Over.ATTN_TP else par.tp * par.dp
     return par.tp

@@ -61,7 +61,8 @@ def test_vllm_dp_ep_replicates_everything_but_the_experts(model):
     arch = resolve_model(model).architecture
     for kind in PartKind:
         where = placement(Engine.VLLM, par, arch, kind)
-        assert group_size(Engine.VLLM, par, where.over) == 1, kind  # tp 1: one copy per rank
+        ways = 8 if kind is PartKind.ROUTED_EXPERTS else 1  # expert biases live with the experts
+        assert group_size(Engine.VLLM, par, where.over) == ways, kind  # tp 1: one copy of the rest per rank
 
 
 @pytest.mark.parametrize("model", [V4_PRO, GLM5])
@@ -133,3 +134,32 @@ def test_v4_pro_sglang_plan_on_8_h200_golden():
     launch = text[text.index("## Launch") : text.index("## Memory fit")]
     words = shlex.split(launch.replace("\\\n", " ").split("\n", 2)[1] + " " + launch.split("\n", 2)[2])
     assert "--cuda-graph-max-bs-decode" in words and "64" in words  # shell-quoted, pasteable
+
+
+def test_vllm_settings_raise_the_utilization_no_higher_than_the_ceiling():
+    from moe_oracle.decide.layout import fitting_settings, settings_flags
+    from moe_oracle.decide.memory_share import VLLM_MAX_PROPOSED_UTILIZATION
+
+    model = resolve_model("deepseek-ai/DeepSeek-V4-Flash")
+    dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
+    base = measure_fit(model, dep, Engine.VLLM)
+    over = base.usable_bytes - base.needed_bytes + (2 << 30)  # 2 GiB past the 0.9 share
+    assert not measure_fit(model, dep, Engine.VLLM, buffer_bytes=over).fits
+    prop = fitting_settings(model, dep, Engine.VLLM, buffer_for=lambda s: (over, "test"))
+    assert prop is not None and prop.fit.fits
+    assert 0.9 < prop.settings.fraction <= VLLM_MAX_PROPOSED_UTILIZATION
+    assert settings_flags(Engine.VLLM, prop.settings) == f"--gpu-memory-utilization {prop.settings.fraction:g}"
+    assert "moe-oracle proposes at most 0.95" in prop.why
+
+
+def test_a_given_fraction_is_judged_as_given():
+    from moe_oracle.decide.layout import fitting_settings
+    from moe_oracle.decide.memory_share import EngineMemorySettings
+
+    dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
+    given = EngineMemorySettings(fraction=0.5)
+    assert fitting_settings(resolve_model(V4_PRO), dep, Engine.SGLANG, given=given) is None
+    r = cli(
+        "plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang", "--memory-fraction", "0.5"
+    )
+    assert r.code == 7 and "--mem-fraction-static 0.5" in r.err
