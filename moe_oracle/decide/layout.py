@@ -167,9 +167,15 @@ def fit_with_fix(
         return fit
     fixes = []
     prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
+    dropped = ""
+    if prop is None and settings.fraction is not None:  # the fraction given is too small: what the engine's own does
+        prop = fitting_settings(
+            model, deployment, engine, given=replace(settings, fraction=None), buffer_for=buffer_for, **kw
+        )  # type: ignore[arg-type]
+        dropped = "without --memory-fraction, "
     if prop is not None:
         fixes.append(
-            f"engine settings: {settings_flags(engine, prop.settings)} fit this layout, "
+            f"engine settings: {dropped}{settings_flags(engine, prop.settings)} fit this layout, "
             f"{prop.fit.kv_bytes / GIB:.1f} GiB of KV cache per rank"
         )
     bigger = smallest_fitting(model, deployment, engine, buffer_bytes=buffer_bytes, settings=settings, **kw)  # type: ignore[arg-type]

@@ -42,8 +42,12 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
         out.append(f"  {plan.settings_why}")
     if plan.fit is not None:
         kv = plan.fit.kv_bytes / (1 << 30)
+        longest = f", longest sequence {plan.fit.max_context:,} tokens" if plan.fit.max_context is not None else ""
         out.append(
-            f"Memory: {plan.fit.verdict} ({plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank, {kv:.1f} GiB KV cache)"
+            f"Memory: {plan.fit.verdict} ({plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank, {kv:.1f} GiB KV "
+            f"cache{longest}; engine share {plan.fit.share.fraction:g}"
+            + (f" = {plan.fit.share.flag}" if plan.fit.share.flag else "")
+            + ")"
         )
     out.append(
         f"Software profile: {plan.software} ({plan.software_origin}); decision fingerprint {plan.fingerprint}"

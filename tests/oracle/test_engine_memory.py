@@ -163,3 +163,4 @@ def test_a_given_fraction_is_judged_as_given():
         "plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang", "--memory-fraction", "0.5"
     )
     assert r.code == 7 and "--mem-fraction-static 0.5" in r.err
+    assert "Fix: engine settings: without --memory-fraction, --chunked-prefill-size" in r.err  # before more GPUs
