@@ -649,7 +649,12 @@ def test_qwen3_moe_and_minimax_m2_blocks_through_moe_oracle_match_the_fp32_refer
     experts (the hook's plan, vLLM's weight loader and post-processing): the output equals the FP32 reference of
     moe-oracle's routing of the block's gate logits, within the twin's FP8 tolerance. Qwen3 runs the whole block
     (gate, vLLM's CPU router, the layer); MiniMax's sigmoid + bias routing has no vLLM CPU router, so its layer
-    gets the runner's call (``forward_modular``) with that routing."""
+    gets the runner's call (``forward_modular``) with that routing. Why (vLLM 0.33.0): on CPU the router factory
+    always builds ``CPURouter`` (``router/router_factory.py:146-163``), whose sigmoid + correction bias exists only
+    in ``_grouped_topk`` (``router/cpu_router.py:37-47``, taken when ``use_grouped_topk``, ``:211-222``);
+    ``MiniMaxM2MoE`` passes no ``use_grouped_topk`` (``models/minimax_m2.py:96-108``), so its routing reaches
+    ``assert self.scoring_func == "softmax"`` (``cpu_router.py:239``). The test pins that assertion: when vLLM
+    grows the path, it fails and the whole block can be tested."""
     from vllm.config import set_current_vllm_config
     from vllm.forward_context import set_forward_context
 
@@ -670,6 +675,8 @@ def test_qwen3_moe_and_minimax_m2_blocks_through_moe_oracle_match_the_fp32_refer
             _, ids = block.experts.router.select_experts(hidden_states=x, router_logits=logits)
             assert torch.equal(ids.long().sort(-1).values, ref_ids.sort(-1).values)  # vLLM's router = moe-oracle's
         else:  # vLLM 0.33's CPU router takes softmax only (router/cpu_router.py:239): the runner's call, as for DSv4
+            with pytest.raises(AssertionError):  # the whole block cannot route on CPU: see the docstring
+                block.experts.router.select_experts(hidden_states=x, router_logits=logits)
             y = re_.forward_modular(x, ref_w, ref_ids.to(torch.int32))
     assert y.shape == x.shape and y.dtype == torch.bfloat16
     ref = reference_moe(x, ref_ids, ref_w, experts, group.activation)
