@@ -206,6 +206,13 @@ SGL_025 = BuildSpec(
     "against one torch (it loads under torch 2.14.1, not 2.13 or 2.11).",
 )
 
+_SGL0232_BUFFER_SRC = (
+    "sgl-deep-gemm 0.2.3.post2 _C: get_symm_buffer_size_for_sm90_mega_moe raises 'num_bytes % 16 == 0 or not "
+    "require_tma_alignment' (deep_gemm/layout/mega_moe.cuh:405) for hidden 2304 / 2816 / 3840 and intermediate "
+    "896 / 1408, accepts hidden 2048 / 2560 / 3072 / 4096 with intermediate 768 / 1280 / 1536 (called on the CPU "
+    "machine with SGLang 0.5.23's pinned wheel; tests/engines/test_real_sglang.py)"
+)
+
 SGL_0232 = BuildSpec(
     name="sgl-deep-gemm-0.2.3.post2",
     library=LIBRARY,
@@ -218,10 +225,32 @@ SGL_0232 = BuildSpec(
     version="==0.2.3.post2",
     token_alignment={"sm90": 1920, "sm100": 1920},
     limits={
-        "fp8_mega_moe": (_inter_at_most_4096("sgl-deep-gemm 0.2.3.post2 _C.so: 'intermediate_hidden / 64 <= 64'"),)
+        "fp8_mega_moe": (
+            c.multiple_of(
+                "hidden_size",
+                512,
+                why="the SM90 buffer's input scale row is hidden/32 bytes, a TMA row that must be a multiple of 16 "
+                "bytes",
+                remediation="No fused SM90 kernel of SGLang 0.5.23's sgl-deep-gemm for this hidden size; use the "
+                "engine's own fused MoE (leave --moe-a2a-backend unset).",
+                sources=(_SGL0232_BUFFER_SRC,),
+            ),
+            c.multiple_of(
+                "moe_intermediate_size",
+                256,
+                why="the SM90 buffer's L2 activation scale row is intermediate/16 bytes, a TMA row that must be a "
+                "multiple of 16 bytes",
+                remediation="No fused SM90 kernel of SGLang 0.5.23's sgl-deep-gemm for this expert width; use the "
+                "engine's own fused MoE (leave --moe-a2a-backend unset).",
+                sources=(_SGL0232_BUFFER_SRC,),
+            ),
+            _inter_at_most_4096("sgl-deep-gemm 0.2.3.post2 _C.so: 'intermediate_hidden / 64 <= 64'"),
+        )
     },
     note="Its SM90 buffer is aligned to the SM100 token alignment (1920): its _C has no "
-    "get_token_alignment_for_sm90_mega_moe.",
+    "get_token_alignment_for_sm90_mega_moe. Its get_symm_buffer_size_for_sm90_mega_moe asserts TMA-aligned rows "
+    "(hidden % 512, intermediate % 256), as PR #323's buffer does: seen on its _C for Qwen1.5-MoE's 1408 and "
+    "GLM-4.5-Air's shape.",
 )
 
 NV_DEV = BuildSpec(

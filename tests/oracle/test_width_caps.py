@@ -73,3 +73,13 @@ def test_mixtral_bf16_fixture_on_h200_released_builds_say_width_and_format():
     (c,) = [c for c in d.groups[0].candidates if c.spec.key == FP8]
     codes = {r.code for r in c.failures}
     assert {ReasonCode.QUANT_UNSUPPORTED, ReasonCode.EXPERT_WIDTH_EXCEEDS} <= codes
+
+
+@pytest.mark.parametrize(("hidden", "inter", "ok"), [(2048, 1408, False), (2304, 1536, False), (2048, 1536, True)])
+def test_sglang_pinned_sgl_deep_gemm_sm90_buffer_rows_must_be_tma_aligned(hidden, inter, ok):
+    """sgl-deep-gemm 0.2.3.post2 (SGLang 0.5.23's pin): hidden % 512 and intermediate % 256, as its _C asserts."""
+    model = manual(hidden=hidden, inter=inter, experts=64, top_k=8, fmt="fp8_block", scoring="softmax")
+    d = run(model, "h200", dp=8, ep=8, software="sgl-deep-gemm-0.2.3.post2")
+    codes = [r.code for c in d.groups[0].candidates if c.spec.key == FP8 for r in c.failures]
+    assert (codes == []) is ok, codes
+    assert ok or codes == [ReasonCode.SHAPE_UNSUPPORTED]
