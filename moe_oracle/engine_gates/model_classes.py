@@ -417,6 +417,14 @@ VLLM: tuple[ModelClass, ...] = (
         oot=True,
     ),
     ModelClass(
+        ("K2HorizonForCausalLM",),
+        "K2HorizonSparseMoeBlock",
+        False,
+        f"model_executor/models/k2_horizon.py:520 ({_FACTORY})",
+        "model_executor/models/registry.py:147",
+        oot=True,
+    ),
+    ModelClass(
         ("MellumForCausalLM",),
         "TransformersRoutedExperts",
         False,

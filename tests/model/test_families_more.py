@@ -83,6 +83,19 @@ MINIMAL = [
         "hy_v3",
     ),
     (
+        "k2_horizon",
+        {
+            "architectures": ["K2HorizonForCausalLM"],
+            **_QWEN,
+            "num_shared_experts": 1,
+            "router_score_func": "sigmoid",
+            "moe_gate_bias": True,
+            "router_scaling_factor": 2.5,
+            "decoder_sparse_step": 2,
+        },
+        "k2_horizon",
+    ),
+    (
         "aria",
         {
             "architectures": ["AriaForConditionalGeneration"],
@@ -208,6 +221,7 @@ NEW_ARCHITECTURES = (
     "InternS2PreviewForConditionalGeneration",
     "Qwen4ExpForConditionalGeneration",
     "MellumForCausalLM",
+    "K2HorizonForCausalLM",
 )
 
 
@@ -227,3 +241,30 @@ def test_sglang_mega_rows_of_the_new_families():
     assert calls_mega("sglang", "MiniMaxM3SparseForCausalLM") and not sglang_plugin_serves("MiniMaxM3SparseForCausalLM")
     assert not calls_mega("sglang", "MiMoV2FlashForCausalLM") and sglang_plugin_serves("MiMoV2FlashForCausalLM")
     assert not calls_mega("sglang", "LagunaForCausalLM")
+
+
+def test_k2_horizon_router_keys_and_qwen_schedule():
+    g = describe_config(next(c for i, c, _ in MINIMAL if i == "k2_horizon")).main_group
+    r = g.routing
+    assert (r.scoring, r.correction_bias, r.routed_scaling_factor) == (Scoring.SIGMOID, True, 2.5)
+    assert (g.layers, g.num_shared_experts, g.shared_expert_gate) == ((1, 3), 1, False)
+
+
+@pytest.mark.parametrize(
+    ("architecture", "model_type", "wrapper", "inner"),
+    [
+        ("KimiVLForConditionalGeneration", "kimi_vl", "text_config", "deepseek_v3"),
+        ("DeepseekVLV2ForCausalLM", "deepseek_vl_v2", "language_config", "deepseek_v2"),
+        ("DotsVLMForCausalLM", None, "language_config", "deepseek_v3"),  # sglang dots_vlm.py:43
+        ("DeepseekOCRForCausalLM", None, "text_config", "deepseek_v2"),  # vllm deepseek_ocr.py:397
+    ],
+)
+def test_vl_wrappers_over_deepseek_v2_moe_are_read_through_their_language_model(
+    architecture, model_type, wrapper, inner
+):
+    """SGLang's VL wrappers over DeepseekV2 (families §1.2): read by the identity of the wrapped language model.
+    MINIMAL configs: the names (vLLM / SGLang registries) and the wrapper key only."""
+    config = {"architectures": [architecture], wrapper: {**_DEEPSEEK, "model_type": inner}}
+    if model_type:
+        config["model_type"] = model_type
+    assert describe_config(config).family == inner

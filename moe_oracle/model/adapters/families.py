@@ -388,6 +388,24 @@ LAGUNA = FamilyRules(
     ),
 )
 
+#: K2-Horizon: Qwen-style schedule (decoder_sparse_step, mlp_only_layers), router_score_func, the gate's linear bias
+#: as correction bias when moe_gate_bias, renormalize = norm_topk_prob, router_scaling_factor, num_shared_experts
+#: ungated shared experts of moe_intermediate_size (vLLM k2_horizon.py K2HorizonSparseMoeBlock, :451-535, :997-1001).
+K2_HORIZON = FamilyRules(
+    family="k2_horizon",
+    architecture="K2HorizonForCausalLM",
+    naming="hf",
+    default_scoring=Scoring.SOFTMAX,
+    scoring_keys=k.SCORING_K2_HORIZON,
+    bias="key",
+    bias_keys=k.BIAS_K2_HORIZON,
+    scaling_keys=k.SCALING_HY_V3,
+    experts_keys=k.EXPERTS_QWEN,
+    shared=SharedRule(count_keys=k.SHARED_COUNT_BAILING),
+    schedule="qwen",
+    implied=("the router's linear bias (moe_gate_bias) is the score-correction bias (vLLM k2_horizon.py)",),
+)
+
 #: (rules, architectures, model types) of every family above.
 FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (QWEN3_MOE, ("Qwen3MoeForCausalLM",), ("qwen3_moe",)),
@@ -424,6 +442,7 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (HY_V3, ("HYV3ForCausalLM",), ("hy_v3",)),
     (ARIA, ("AriaForConditionalGeneration",), ("aria", "aria_text")),
     (LAGUNA, ("LagunaForCausalLM",), ("laguna",)),
+    (K2_HORIZON, ("K2HorizonForCausalLM",), ()),
 )
 
 
