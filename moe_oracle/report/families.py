@@ -15,6 +15,7 @@ from pathlib import Path
 from moe_oracle.report.markdown import generated_header, md_cell, md_table
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
+PRESETS = Path(__file__).resolve().parents[1] / "presets"
 DEVICES = ("h200", "b200", "mi355x")
 
 #: (family label, fixture folder) in display order.
@@ -42,12 +43,21 @@ ROWS: tuple[tuple[str, str], ...] = (
     ("MiniMax-M3 (swigluoai)", "MiniMaxAI--MiniMax-M3"),
     ("MiMo-V2", "XiaomiMiMo--MiMo-V2-Flash"),
     ("Laguna", "poolside--Laguna-XS.2-FP8"),
+    ("DeepSeek-V4 (bundled preset)", "preset:deepseek-ai--DeepSeek-V4-Flash"),
+    ("DeepSeek-V4.1 (reconstructed config)", "reconstructed--DeepSeek-V4.1-Flash"),
+    ("GLM-5.x (bundled preset)", "preset:zai-org--GLM-5-FP8"),
+    ("GLM-4.7-Flash (trimmed config)", "trimmed--GLM-4.7-Flash"),
 )
+
+
+def _path(folder: str) -> Path:
+    """A row's config folder: a fixture, or a bundled preset (``preset:<folder>``)."""
+    return PRESETS / folder.removeprefix("preset:") if folder.startswith("preset:") else FIXTURES / folder
 
 
 def available() -> bool:
     """Whether the fixtures the page is built from are here (a source checkout)."""
-    return all((FIXTURES / folder / "config.json").is_file() for _, folder in ROWS)
+    return all((_path(folder) / "config.json").is_file() for _, folder in ROWS)
 
 
 def _cell(decision) -> str:
@@ -72,7 +82,8 @@ def render_families(command: str) -> str:
     from moe_oracle.errors import BadInputError
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.adapters import describe_config, describe_model
-    from moe_oracle.model.adapters.families import FAMILIES, REFUSED
+    from moe_oracle.model.adapters.catalog import ARCHITECTURES, MODEL_TYPES
+    from moe_oracle.model.adapters.families import REFUSED, WRAPPED_LANGUAGE_MODELS
     from moe_oracle.model.types import layer_span
 
     advisories = load_advisories()
@@ -85,13 +96,13 @@ def render_families(command: str) -> str:
         "(`--software all`, no engine). A cell is the oracle's choice (★) for the main layer group, or each fused "
         "variant of that device's architecture with the reason codes that refuse it (`docs/reason-codes.md`). "
         "Reproduce a cell with `moe-oracle select tests/fixtures/models/<folder> --device <device> --dp 8 --ep 8 "
-        "--all-reasons`.",
+        "--all-reasons` (`preset:` rows: `moe_oracle/presets/<folder>`).",
         "",
     ]
     header = ["family", "config", "main group", *DEVICES]
     rows = []
     for label, folder in ROWS:
-        desc = describe_model(str(FIXTURES / folder))
+        desc = describe_model(str(_path(folder)))
         g = desc.main_group
         traits = [g.weight_quant.label(), g.activation.label()]
         traits += ["expert bias"] if g.expert_bias else []
@@ -109,7 +120,7 @@ def render_families(command: str) -> str:
             cells.append(_cell(decision))
         rows.append([label, f"`{folder}`", shape, *cells])
     lines += md_table(header, rows)
-    described = {describe_model(str(FIXTURES / folder)).family for _, folder in ROWS}
+    described = {describe_model(str(_path(folder))).family for _, folder in ROWS}
     lines += [
         "",
         "## Read by name, no public config in the fixtures",
@@ -118,12 +129,24 @@ def render_families(command: str) -> str:
         "`moe_oracle/model/adapters/families.py`); a test checks the names and key spellings on a minimal config.",
         "",
     ]
-    for rules, archs, types in FAMILIES:
-        if rules.family not in described:
-            names = ", ".join(f"`{name}`" for name in (*archs, *types))
-            implied = f": {md_cell(rules.implied[0])}" if rules.implied else ""
-            lines.append(f"- **{rules.family}** ({names}){implied}")
-    lines += ["", "## Refused by name", ""]
+    names_of: dict[str, list[str]] = {}
+    rules_of = {}
+    for table in (ARCHITECTURES, MODEL_TYPES):
+        for name, rules in table.items():
+            names_of.setdefault(rules.family, []).append(name)
+            rules_of[rules.family] = rules
+    for family, names in names_of.items():
+        if family not in described:
+            implied = rules_of[family].implied
+            text = f": {md_cell(implied[0])}" if implied else ""
+            lines.append(f"- **{family}** ({', '.join(f'`{name}`' for name in names)}){text}")
+    wrappers = ", ".join(f"`{name}`" for name in WRAPPED_LANGUAGE_MODELS)
+    lines += [
+        f"- read through the wrapped language model's identity (`text_config` / `language_config`): {wrappers}",
+        "",
+        "## Refused by name",
+        "",
+    ]
     for refusal in REFUSED:
         try:
             describe_config({"architectures": [refusal.names[0]]}, model_id=refusal.family)

@@ -268,3 +268,12 @@ def test_vl_wrappers_over_deepseek_v2_moe_are_read_through_their_language_model(
     if model_type:
         config["model_type"] = model_type
     assert describe_config(config).family == inner
+
+
+def test_the_documented_wrappers_are_the_tested_ones():
+    from moe_oracle.model.adapters.families import WRAPPED_LANGUAGE_MODELS
+
+    tested = {
+        a for a, *_ in test_vl_wrappers_over_deepseek_v2_moe_are_read_through_their_language_model.pytestmark[0].args[1]
+    }
+    assert tested == set(WRAPPED_LANGUAGE_MODELS)

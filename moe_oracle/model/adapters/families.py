@@ -446,6 +446,16 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
 )
 
 
+#: Multimodal wrappers SGLang 0.5.23 runs over DeepseekV2MoE (families §1.2): no rule of their own; the reader
+#: follows the wrapped language model (``text_config`` / ``language_config``), as the engines do.
+WRAPPED_LANGUAGE_MODELS = (
+    "KimiVLForConditionalGeneration",
+    "DeepseekVLV2ForCausalLM",
+    "DotsVLMForCausalLM",
+    "DeepseekOCRForCausalLM",
+)
+
+
 @dataclass(frozen=True)
 class Refusal:
     """A family refused by name: what blocks it, and the fix that exists."""
