@@ -31,6 +31,7 @@ from moe_oracle.decide.memory_share import (
 )
 from moe_oracle.decide.placement import Over, group_size, placement
 from moe_oracle.decide.selection import Decision
+from moe_oracle.engine_gates.speculative import builds_mtp
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, PartKind
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode
 from moe_oracle.spec.deployment import Deployment
@@ -198,7 +199,7 @@ def measure_fit(
     conversions: dict[str, Conversion | None] | None = None,
     buffer_bytes: int = 0,
     buffer_detail: str = "",
-    mtp_built: bool = False,
+    mtp_built: bool | None = None,
     memory_fraction: float | None = None,
     settings: EngineMemorySettings | None = None,
 ) -> Fit:
@@ -206,9 +207,13 @@ def measure_fit(
 
     ``conversions`` maps a layer group's name to the load-time conversion its chosen backend applies;
     ``buffer_bytes`` is the symmetric memory one rank allocates (the plan's derived total);
+    ``mtp_built`` whether the MTP layers' weights are held (None: as the launch decides,
+    :func:`~moe_oracle.engine_gates.speculative.builds_mtp`);
     ``settings`` are the engine flags the share depends on (``memory_fraction``, when given, overrides
     its fraction); the share is the engine's own default for them (:func:`engine_share`).
     """
+    if mtp_built is None:
+        mtp_built = builds_mtp(engine, deployment)
     par, device = deployment.parallel, deployment.device
     settings = settings or EngineMemorySettings()
     if memory_fraction is not None:
@@ -231,11 +236,15 @@ def measure_fit(
     fp = model.footprint
     if fp is not None:
         items += weight_items(model, deployment, engine, mtp_built=mtp_built, a2a_backend=settings.a2a_backend)
+        notes.extend(fp.notes)
     else:
         notes.append(
             "the weights besides the routed experts are not counted: this model family has no footprint entry "
             "(moe_oracle/model/footprint.py)"
         )
+    mtp_note = _mtp_note(model, mtp_built)
+    if mtp_note:
+        notes.append(mtp_note)
     if buffer_bytes:
         items.append(FitItem("symmetric buffers / heaps", buffer_bytes, buffer_detail))
     hidden = model.main_group.hidden_size
@@ -307,6 +316,17 @@ def measure_fit(
         tuple(reasons),
         tuple(notes),
     )
+
+
+def _mtp_note(model: ModelDescription, mtp_built: bool) -> str:
+    """Whether the MTP layers' weights are counted, as the speculative-decoding plan decides (empty: none)."""
+    groups = [g for g in model.layer_groups if g.role in ("mtp", "draft")]
+    parts = [p for p in model.footprint.parts if p.mtp] if model.footprint is not None else []
+    if not groups and not parts:
+        return ""
+    if mtp_built:
+        return "MTP layers built (speculative decoding): their weights are counted"
+    return "MTP layers not built (no --speculative mtp): their weights are not counted"
 
 
 def chosen_conversions(decision: Decision) -> dict[str, Conversion | None]:

@@ -81,7 +81,7 @@ def smallest_fitting(
     *,
     conversions: dict[str, Conversion | None] | None = None,
     buffer_bytes: int = 0,
-    mtp_built: bool = False,
+    mtp_built: bool | None = None,
     settings: EngineMemorySettings | None = None,
 ) -> tuple[str, Fit] | None:
     """The smallest pure DP+EP layout (doubling the GPUs from the given world size) on the same device whose
@@ -147,7 +147,7 @@ def fit_with_fix(
     conversions: dict[str, Conversion | None] | None = None,
     buffer_bytes: int = 0,
     buffer_detail: str = "",
-    mtp_built: bool = False,
+    mtp_built: bool | None = None,
     memory_fraction: float | None = None,
     settings: EngineMemorySettings | None = None,
     buffer_for: BufferFor | None = None,
@@ -217,7 +217,7 @@ def settle_fit(
     engine: Engine,
     *,
     conversions: dict[str, Conversion | None] | None = None,
-    mtp_built: bool = False,
+    mtp_built: bool | None = None,
     given: EngineMemorySettings | None = None,
     buffer_for: BufferFor | None = None,
 ) -> tuple[Fit, EngineMemorySettings, str | None]:
@@ -323,7 +323,7 @@ def fitting_settings(
     engine: Engine,
     *,
     conversions: dict[str, Conversion | None] | None = None,
-    mtp_built: bool = False,
+    mtp_built: bool | None = None,
     given: EngineMemorySettings | None = None,
     buffer_for: BufferFor | None = None,
 ) -> SettingsProposal | None:

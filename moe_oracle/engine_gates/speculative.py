@@ -56,9 +56,15 @@ def flag_built(group: MoELayerGroup) -> bool:
     return group.role in FLAG_BUILT_ROLES
 
 
+def builds_mtp(engine: Engine, deployment: Deployment) -> bool:
+    """Whether this launch builds the MTP/draft layers: ``--speculative mtp`` on an engine, or ``--engine none``
+    (which judges every group the checkpoint has)."""
+    return engine not in LAUNCHES or deployment.speculative == "mtp"
+
+
 def unbuilt_groups(model: ModelDescription, engine: Engine, deployment: Deployment) -> tuple[MoELayerGroup, ...]:
     """The groups ``engine`` does not build for this launch (none for ``--engine none`` or ``--speculative mtp``)."""
-    if engine not in LAUNCHES or deployment.speculative == "mtp":
+    if builds_mtp(engine, deployment):
         return ()
     return tuple(g for g in model.layer_groups if flag_built(g))
 

@@ -322,7 +322,8 @@ class AttentionKind:
     ``kv`` the cache; ``router_bias`` is the router's bias bytes per expert (4: an fp32 score-correction bias,
     2: a bf16 bias, 0: none); ``dense_width`` the key of a dense MLP's width; ``mtp_keys`` the keys that count
     MTP layers; ``mtp_embeds`` whether an MTP layer carries an input projection ``[H, 2H]``; ``vision`` weighs
-    ``vision_config``; ``source`` names the modeling file the entry was read from.
+    ``vision_config``; ``notes`` and ``mtp_note`` (when no MTP layer is counted) say what is left out; ``source``
+    names the modeling file the entry was read from.
     """
 
     attention: Callable[[_Cfg], _Att]
@@ -336,6 +337,7 @@ class AttentionKind:
     mtp_embeds: bool = True
     vision: Callable[[dict[str, Any]], Part] | None = None
     notes: tuple[str, ...] = field(default=())
+    mtp_note: str = ""  # said when the config counts no MTP layer though the checkpoint ships one
 
 
 _HF = "https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/models"
@@ -351,7 +353,7 @@ _QWEN_NEXT = AttentionKind(
     router_bias=0,
     mtp_keys=("mtp_num_hidden_layers", "num_nextn_predict_layers"),
     source=f"Gated DeltaNet + gated GQA every full_attention_interval layers ({_HF}/qwen3_next/modeling_qwen3_next.py)",
-    notes=("an MTP layer the checkpoint ships (mtp.*) is counted only when the config states mtp_num_hidden_layers",),
+    mtp_note="its MTP layer (mtp.*) is not counted: the config states no mtp_num_hidden_layers",
 )
 _LLAMA4 = AttentionKind(
     Gqa(),
@@ -608,7 +610,7 @@ def _read(
         parts += kind.extra(cfg, _Layers(n, 0, layers.dense))
     if mtp:
         parts += _mtp_parts(kind, full_att, mtp, mtp_groups, main, formats, h)
-    notes = list(kind.notes)
+    notes = list(kind.notes) + ([kind.mtp_note] if kind.mtp_note and not mtp else [])
     vision = config.get("vision_config")
     if isinstance(vision, dict):
         if kind.vision is None:

@@ -87,6 +87,7 @@ def test_qwen3_next_hybrid_layers_gated_attention_and_shared_expert_gate():
     state = 2 * (2 * 16 * 128 + 32 * 128) * 3 + 2 * 32 * 128 * 128  # conv window + delta-rule state (bf16)
     assert fp.kv_bytes_fixed == 36 * state
     assert any("mtp_num_hidden_layers" in n for n in fp.notes)  # its config states no MTP layer count
+    assert not _parts(FIX + "Qwen--Qwen3.5-397B-A17B").notes  # it does: counted, nothing to say
 
 
 def test_qwen3_5_mtp_layer_vision_tower_and_fp8_kv():

@@ -115,3 +115,27 @@ def test_smallest_fitting_layout_is_none_when_nothing_fits():
         settings=EngineMemorySettings(fraction=0.05),
     )
     assert found is None
+
+
+def _non_expert(fit) -> int:
+    return sum(i.bytes for i in fit.items if i.label not in ("routed experts", "runtime reserve"))
+
+
+def test_the_mtp_layers_follow_the_speculative_decoding_plan():
+    """The footprint's MTP parts and the MTP experts count exactly when the launch builds the MTP layers
+    (engine_gates.speculative.builds_mtp: --speculative mtp on an engine, or --engine none), and the text says so."""
+    model = resolve_model("zai-org/GLM-5-FP8")
+    plain, spec = _dep("h200", dp=8, ep=8), _dep("h200", dp=8, ep=8, speculative="mtp")
+    off, on = measure_fit(model, plain, Engine.VLLM), measure_fit(model, spec, Engine.VLLM)
+    assert (off.mtp_built, on.mtp_built) == (False, True)
+    delta = model.footprint.bytes(mtp_built=True) - model.footprint.bytes(mtp_built=False)
+    assert abs(_non_expert(on) - _non_expert(off) - delta) < 16  # tp 1: every kind whole on each rank
+    assert any("MTP layers not built" in n for n in off.notes)
+    assert any("MTP layers built" in n for n in on.notes)
+    assert "MTP layers built" in "\n".join(on.lines())
+    assert measure_fit(model, plain, Engine.NONE).mtp_built  # --engine none judges every group
+
+
+def test_the_fit_names_what_the_footprint_leaves_out():
+    fit = measure_fit(resolve_model(str(FIXTURES / "moonshotai--Kimi-K2.5")), _dep("h200", dp=8, ep=8), Engine.VLLM)
+    assert any("vision tower" in n and "not counted" in n for n in fit.notes)
