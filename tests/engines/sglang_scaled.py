@@ -7,6 +7,11 @@ per process, and the plug-in registers its ``FusedMoE`` replacement only where t
     the launching process: ``load_plugins()``, ``prepare_server_args`` and ``check_server_args`` for an SM90
     target (SGLang's platform override, ``MOE_ORACLE_SGLANG_DEVICE``); prints ``{"plan": ...}`` or
     ``{"refused": ...}``.
+``python -m tests.engines.sglang_scaled schedule MODEL_DIR``
+    SGLang's own ``run_scheduler_process`` (``managers/scheduler.py:6310``) in a spawned process, as SGLang's
+    engine starts it (``--device cpu --load-format dummy``); the child logs to this process's stderr, and its
+    failure signal (``SIGQUIT`` to the parent, ``scheduler.py:6370-6373``) is caught here. Prints
+    ``{"signals": [...], "init_info": ...}``.
 ``python -m tests.engines.sglang_scaled serve MODEL_DIR FAMILY LAYER...``
     a scheduler process, as ``run_scheduler_process`` starts (``managers/scheduler.py:6322-6342``):
     ``load_plugins()``, ``publish(server_args, role="scheduler")`` and ``init_parallel_runtime`` (gloo, world
@@ -297,11 +302,41 @@ def _forward(block: Any, group: Any, experts: Any, calc_diff: Any, reference_moe
     }
 
 
+def schedule(model: str, timeout_s: float = 400.0) -> dict[str, Any]:
+    import multiprocessing as mp
+    import signal
+    import time
+
+    from sglang.srt.managers.scheduler import run_scheduler_process
+    from sglang.srt.server_args import PortArgs, prepare_server_args
+
+    signals: list[str] = []
+    signal.signal(signal.SIGQUIT, lambda *_: signals.append("SIGQUIT"))
+    args = ["--model-path", model, "--device", "cpu", "--skip-tokenizer-init", "--load-format", "dummy"]
+    server_args = prepare_server_args(args)
+    reader, writer = mp.Pipe(duplex=False)
+    child = mp.get_context("spawn").Process(
+        target=run_scheduler_process, args=(server_args, PortArgs.init_new(server_args), 0, 0, 0, None, writer)
+    )
+    child.start()
+    start, info = time.time(), None
+    while time.time() - start < timeout_s and child.is_alive() and not signals:
+        if reader.poll(1):
+            info = str(reader.recv())[:500]
+            break
+    if child.is_alive():
+        child.kill()
+    child.join()
+    return {"signals": signals, "init_info": info}
+
+
 def main(argv: list[str]) -> None:
     sys.path.insert(0, str(ROOT))
     role, model, *rest = argv
     if role == "launch":
         result = launch(model, rest)
+    elif role == "schedule":
+        result = schedule(model)
     else:
         family, *layers = rest
         result = serve(model, family, [int(i) for i in layers])

@@ -45,12 +45,17 @@ SPECULATIVE = [
 FP8_TWIN = "emulation:sm90_fp8xfp8"
 
 
-def _run(args: list[str], env: dict[str, str]) -> dict:
+def _proc(args: list[str], env: dict[str, str]) -> tuple[dict, str]:
+    """One role of ``tests/engines/sglang_scaled.py`` in a fresh interpreter: (its JSON answer, its stderr)."""
     full = {**os.environ, "SGLANG_PLUGINS": "moe_oracle", "MOE_ORACLE_SGLANG_DEVICE": "h200", **env}
     cmd = [sys.executable, "-m", "tests.engines.sglang_scaled", *args]
     done = subprocess.run(cmd, env=full, cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1]), done.stderr
+
+
+def _run(args: list[str], env: dict[str, str]) -> dict:
+    return _proc(args, env)[0]
 
 
 def _plan(model: str, backend: str, flags: list[str] = ()) -> str:
@@ -128,3 +133,21 @@ def test_each_ep_rank_dispatches_its_slice_once() -> None:
         for ep in (1, 2, 8):
             slices = [token_slice(tokens, ep, r) for r in range(ep)]
             assert [i for lo, hi in slices for i in range(lo, hi)] == list(range(tokens))
+
+
+def test_the_plan_reaches_sglangs_own_scheduler_process(models: dict[str, str]) -> None:
+    """SGLang's ``run_scheduler_process`` on the CPU: it loads the plug-ins (``scheduler.py:6323``), publishes the
+    server args, initializes the process groups and starts loading the model; the plug-in's ``BEFORE`` hook on
+    ``ModelRunner.load_model`` names the plan it inherited. The CPU build stops right after, in the first attention
+    layer: ``rotary_embedding/base.py:138`` imports ``vllm._custom_ops`` where SGLang is neither on CUDA nor in its
+    CPU engine (whose ``sgl_kernel`` CPU ops the PyPI wheel lacks), so no MoE layer is built there."""
+    from moe_oracle.engines.sglang.plugin import received_line
+
+    plan = _plan(models["qwen3"], FP8_TWIN)
+    out, log = _proc(["schedule", models["qwen3"]], {"MOE_ORACLE_SGLANG_PLAN": plan})
+    line = received_line(json.loads(plan))
+    assert line.endswith("moe (layers 0-1): deep_gemm_mega_moe:sm90_fp8xfp8")
+    assert line in log and log.index(line) < log.index("Load weight begin")
+    if out["init_info"] is None:  # the CPU stop: reported, and it is the one named above
+        assert out["signals"] == ["SIGQUIT"] and "Scheduler hit an exception" in log
+        assert "rotary_embedding/base.py" in log and "No module named 'vllm'" in log

@@ -86,3 +86,21 @@ def test_a_plan_of_another_shape_is_refused():
 
 def test_the_plugin_variables_are_in_the_emitted_vocabulary():
     assert {"SGLANG_PLUGINS", ENV_BACKEND} <= set(F.EMITTED_ENV)
+
+
+def test_the_table_names_the_pinned_variant_where_decide_chose_sglangs_own():
+    """Qwen3-30B-A3B-FP8 at TP 1 on an H200: decide() keeps SGLang's own MoE; the pinned twin is what serves."""
+    from pathlib import Path
+
+    from moe_oracle.engines.sglang.plugin import received_line
+
+    qwen3 = str(Path(__file__).resolve().parents[1] / "fixtures" / "models" / "Qwen--Qwen3-30B-A3B-FP8")
+    out = resolve(SglangArgs(qwen3, device="h200"), {ENV_BACKEND: "emulation:sm90_fp8xfp8"})
+    assert out.action == "plan", out.error
+    group_line = next(line for line in out.table if line.startswith("  layer group moe "))
+    assert "moe-oracle runtime deep_gemm_mega_moe:sm90_fp8xfp8 (accuracy class" in group_line, group_line
+    plan = shipped_plan({"MOE_ORACLE_SGLANG_PLAN": out.plan_env})
+    assert received_line(plan) == (
+        f"moe-oracle (SGLang plug-in): this process builds its MoE layers from plan {plan['fingerprint']}: "
+        "moe (layers 0-47): deep_gemm_mega_moe:sm90_fp8xfp8"
+    )

@@ -15,7 +15,11 @@ nothing else of SGLang is touched:
 * ``sglang.srt.layers.moe.fused_moe_triton.layer.FusedMoE`` (a class ``REPLACE``), only in a process whose
   inherited plan gives a layer group to moe-oracle: :class:`~moe_oracle.engines.sglang.layer.MoEOracleFusedMoE`,
   which builds SGLang's own layer and, for the planned layers, serves the forward through ``MegaMoELayer``.
-  A process without such a plan registers no class hook: every layer is SGLang's own class.
+  A process without such a plan registers no class hook: every layer is SGLang's own class;
+* ``ModelRunner.load_model`` (a ``BEFORE`` hook, same processes): one line at INFO naming the plan this
+  scheduler process builds its layers from (fingerprint, layer groups and what serves each), logged after
+  SGLang has configured the scheduler's logging (``run_scheduler_process`` calls ``load_plugins()`` before
+  that, ``managers/scheduler.py:6322-6342``) and before any layer is built (``model_runner.py:1270-1275``).
 
 ``MOE_ORACLE_SGLANG_PLUGIN=0`` turns the plug-in off; ``MOE_ORACLE_SGLANG_DEVICE=<catalogue name>`` names the
 device for a dry check on a machine without it (a real GPU always wins). The pure core is :func:`resolve`.
@@ -37,6 +41,7 @@ ENV_SWITCH = "MOE_ORACLE_SGLANG_PLUGIN"
 ENV_DEVICE = "MOE_ORACLE_SGLANG_DEVICE"
 SERVER_ARGS_HOOK = "sglang.srt.server_args.ServerArgs.check_server_args"
 FUSED_MOE = "sglang.srt.layers.moe.fused_moe_triton.layer.FusedMoE"
+LOAD_MODEL = "sglang.srt.model_executor.model_runner.ModelRunner.load_model"
 _OFF = ("0", "false", "off", "no")
 
 
@@ -244,7 +249,32 @@ def register() -> None:
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 
     HookRegistry.register(SERVER_ARGS_HOOK, after_check_server_args, HookType.AFTER)
-    if serves_any(shipped_plan(os.environ)):
+    plan = shipped_plan(os.environ)
+    if serves_any(plan):
         from moe_oracle.engines.sglang.layer import MoEOracleFusedMoE
 
         HookRegistry.register(FUSED_MOE, MoEOracleFusedMoE, HookType.REPLACE)
+        HookRegistry.register(LOAD_MODEL, _announce(plan), HookType.BEFORE)
+
+
+def received_line(plan: Mapping[str, Any]) -> str:
+    """The line a scheduler process logs for the plan it inherited: fingerprint and what serves each layer group."""
+    from moe_oracle.model.types import layer_span
+
+    groups = ", ".join(
+        f"{g['name']} (layers {layer_span(g['layers'])}): {g['variant'] if g.get('layer_plan') else OWN}"
+        for g in plan["groups"]
+    )
+    return f"moe-oracle (SGLang plug-in): this process builds its MoE layers from plan {plan['fingerprint']}: {groups}"
+
+
+def _announce(plan: Mapping[str, Any]) -> Any:
+    """The ``BEFORE`` hook on ``ModelRunner.load_model``: log :func:`received_line` once per process."""
+    done: list[bool] = []
+
+    def before_load_model(*args: Any, **kwargs: Any) -> None:
+        if not done:
+            done.append(True)
+            logger.info("%s", received_line(plan))
+
+    return before_load_model

@@ -28,17 +28,19 @@ def decision_table(
     for g in decision.groups:
         grp = g.group
         route = by_name.get(grp.name)
-        if g.chosen is None or (route is not None and route.route is None):
+        if route is not None and route.route is not None:  # a pinned route may name what decide() did not choose
+            served = next((c for c in (*g.candidates, *g.conversions) if c.key == route.key), g.chosen)
+            runs = _RUNS[route.route].replace("vLLM", engine_title)
+            chosen = runs.format(key=route.key or (served.key if served is not None else "?"))
+            chosen += f" (accuracy class {served.accuracy_class})" if served is not None else ""
+        elif g.chosen is None or route is not None:
             chosen = (
                 "vLLM's own MoE (--moe-backend auto path, non-fused)"
                 if engine_title == "vLLM"
                 else f"{engine_title}'s own MoE"
             )
-        elif route is None:
-            chosen = f"{g.chosen.key} (accuracy class {g.chosen.accuracy_class})"
         else:
-            runs = _RUNS[route.route].replace("vLLM", engine_title)
-            chosen = runs.format(key=route.key or g.chosen.key) + f" (accuracy class {g.chosen.accuracy_class})"
+            chosen = f"{g.chosen.key} (accuracy class {g.chosen.accuracy_class})"
         lines.append(
             f"  layer group {grp.name} (layers {layer_span(grp.layers)}, {grp.weight_quant.label()}, "
             f"E{grp.num_experts} top{grp.top_k}): {chosen}"
