@@ -44,6 +44,7 @@ Every other layer defers to ``FusedMoE`` in each method. The SGLang-free part is
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import torch
@@ -94,14 +95,16 @@ class MoEOracleFusedMoE(FusedMoE):
 
             ep_group = get_moe_ep_group().device_group
         device = f"cuda:{torch.cuda.current_device()}" if torch.cuda.is_available() else "cpu"
+        #: the twin computes this rank's experts only: it takes every token and SGLang's EP sum adds the ranks
+        self._moe_oracle_slices = ep_size > 1 and not plan.emulate
+        if plan.emulate and ep_size > 1:  # every rank's tokens reach each twin (no buffer is sized from this)
+            plan = replace(plan, max_tokens_per_rank=plan.max_tokens_per_rank * ep_size)
         self._moe_oracle = MegaMoEBridge.for_plan(
             plan, ep_rank=ep_rank, ep_size=ep_size, ep_group=ep_group, device=device, engine="sglang"
         )
         self._moe_oracle.w13_up_first = bool(getattr(self.quant_method, "load_up_proj_weight_first", False))
         fused = bool(self.should_fuse_routed_scaling_factor_in_topk)
         self._moe_oracle_scale = routed_output_scale(self.moe_runner_config.routed_scaling_factor, fused, RUNNER_SCALES)
-        #: the twin computes this rank's experts only: it takes every token and SGLang's EP sum adds the ranks
-        self._moe_oracle_slices = ep_size > 1 and not plan.emulate
         _adopt_quant_method(self)
         level = logging.DEBUG if _ANNOUNCED else logging.INFO  # once per process at INFO, each layer at DEBUG
         _ANNOUNCED.add(plan.variant)
