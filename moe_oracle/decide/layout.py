@@ -61,12 +61,19 @@ def propose_layout(
         if world > domain
         else f", inside one {domain}-GPU NVLink/XGMI domain (every fused mega-MoE kernel needs EP inside one)"
     )
-    mem = (
-        f"; {fit.needed_bytes / (1 << 30):.1f} GiB of weights and reserve per rank leave "
-        f"{fit.kv_bytes / (1 << 30):.1f} GiB of KV cache"
-        if fit.fits
-        else f"; it does not fit in memory ({fit.reasons[0].message})"
-    )
+    settings = fitting_settings(model, deployment, engine) if not fit.fits and memory_fraction is None else None
+    if fit.fits:
+        mem = (
+            f"; {fit.needed_bytes / GIB:.1f} GiB of weights and reserve per rank leave {fit.kv_bytes / GIB:.1f} GiB "
+            "of KV cache"
+        )
+    elif settings is not None:
+        mem = (
+            "; the engine's default settings do not fit its memory, smaller ones it accepts do (chosen below, with "
+            "the symmetric buffers counted)"
+        )
+    else:
+        mem = f"; it does not fit in memory ({fit.reasons[0].message})"
     why = (
         f"layout chosen by moe-oracle (no --tp/--dp/--ep given): --dp {world} --ep {world} over the {world} GPUs "
         f"of {where}: attention data parallel, experts spread over all ranks{split}{mem}"

@@ -24,7 +24,8 @@ pytestmark = pytest.mark.slow  # a virtual environment and a pip install (about 
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "toy_backend"
 KEY = "toy_mega_moe:sm90_toy_bf16"
-SELECT = ("select", "zai-org/GLM-5", "--device", "h200", "--dp", "8", "--ep", "8", "--json")
+#: The select flags after the model (a deployment that cannot hold its weights is refused with exit 7).
+SELECT_FLAGS = ("--device", "h200", "--dp", "8", "--ep", "8", "--json")
 
 
 class Env:
@@ -68,6 +69,19 @@ def toy(tmp_path_factory: pytest.TempPathFactory) -> Env:
     return env
 
 
+@pytest.fixture(scope="module")
+def glm5_20(toy: Env, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """GLM-5's BF16 experts (1.5 TB) do not fit 8 H200s and the toy caps EP at 8: a 20-layer BF16 GLM-5 (a manual
+    description) that fits."""
+    doc = json.loads(toy.cli("model", "zai-org/GLM-5", "--json").stdout)
+    main = doc["layer_groups"][0]
+    main["layers"] = main["layers"][:20]
+    doc["layer_groups"] = [main]
+    model = tmp_path_factory.mktemp("glm5") / "glm5-20-layers.json"
+    model.write_text(json.dumps(doc))
+    return model
+
+
 def test_list_backends_and_probe(toy: Env) -> None:
     rows = json.loads(toy.cli("list", "backends", "--json").stdout)
     keys = [f"{r['backend']}:{r['variant']}" for r in rows]
@@ -80,17 +94,18 @@ def test_list_backends_and_probe(toy: Env) -> None:
 
 
 @pytest.mark.parametrize("software", ["installed", "all"])
-def test_select_chooses_the_toy_where_its_library_is(toy: Env, software: str) -> None:
-    out = json.loads(toy.cli(*SELECT, "--software", software).stdout)
+def test_select_chooses_the_toy_where_its_library_is(toy: Env, glm5_20: Path, software: str) -> None:
+    select = ("select", str(glm5_20), *SELECT_FLAGS)
+    out = json.loads(toy.cli(*select, "--software", software).stdout)
     assert out["chosen"] == {"backend": "toy_mega_moe", "variant": "sm90_toy_bf16"}
     assert (
         out["chosen"]
-        == json.loads(toy.cli(*SELECT, "--software", software, "--moe-backend", "toy_mega_moe").stdout)["chosen"]
+        == json.loads(toy.cli(*select, "--software", software, "--moe-backend", "toy_mega_moe").stdout)["chosen"]
     )
 
 
-def test_select_without_its_library_names_its_package(toy: Env) -> None:
-    text = toy.cli(*SELECT[:-1], "--software", "none", "--all-reasons").stdout
+def test_select_without_its_library_names_its_package(toy: Env, glm5_20: Path) -> None:
+    text = toy.cli("select", str(glm5_20), *SELECT_FLAGS[:-1], "--software", "none", "--all-reasons").stdout
     assert "toy_kernels is not present in software profile 'none'" in " ".join(text.split())
     assert "Install moe-oracle-toy-backend" in " ".join(text.split())
 
@@ -117,16 +132,8 @@ def test_matrix_judges_the_toy(toy: Env) -> None:
     assert out["broken_entry_points"] == []
 
 
-def test_plan_names_the_toy_and_serves_it_through_the_moe_oracle_route(toy: Env, tmp_path: Path) -> None:
-    # GLM-5's BF16 experts (1.5 TB) do not fit 8 H200s and the toy caps EP at 8: plan a 20-layer BF16 GLM-5
-    # (a manual description) that fits
-    doc = json.loads(toy.cli("model", "zai-org/GLM-5", "--json").stdout)
-    main = doc["layer_groups"][0]
-    main["layers"] = main["layers"][:20]
-    doc["layer_groups"] = [main]
-    model = tmp_path / "glm5-20-layers.json"
-    model.write_text(json.dumps(doc))
-    args = ("plan", str(model), "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm")
+def test_plan_names_the_toy_and_serves_it_through_the_moe_oracle_route(toy: Env, glm5_20: Path) -> None:
+    args = ("plan", str(glm5_20), "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm")
     text = toy.cli(*args).stdout  # the engine's default profile does not ship the toy library
     assert f"{KEY}: [KERNEL_MISSING] toy_kernels is not present in software profile" in text
     # the toy declares what vllm-0.33.0 ships of its library (an old build)
