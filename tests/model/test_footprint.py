@@ -152,3 +152,37 @@ def test_kv_per_token_mla_and_deepseek_v4():
     assert _parts("zai-org/GLM-5").kv_bytes_per_token == 78 * (2 * (512 + 64) + 128 + 4)  # latent + indexer key
     fp = _parts("deepseek-ai/DeepSeek-V4-Flash")
     assert fp.kv_bytes_per_token == 3959 and fp.kv_bytes_fixed == 43 * 128 * 604  # compressed + windows
+
+
+def test_qwen2_moe_on_qwen15_moe_a27b_values():
+    """Qwen1.5-MoE-A2.7B's config values (as public test suites quote its config.json; no verbatim copy is
+    committed): the Qwen2-MoE entry weighs q/k/v biases, the 5632-wide shared expert and its gate, and the total
+    lands on the card's 14.3B parameters."""
+    from moe_oracle.model.adapters import describe_config
+
+    config = {
+        "architectures": ["Qwen2MoeForCausalLM"],
+        "model_type": "qwen2_moe",
+        "hidden_size": 2048,
+        "intermediate_size": 5632,
+        "moe_intermediate_size": 1408,
+        "shared_expert_intermediate_size": 5632,
+        "num_experts": 60,
+        "num_experts_per_tok": 4,
+        "norm_topk_prob": False,
+        "num_hidden_layers": 24,
+        "num_attention_heads": 16,
+        "num_key_value_heads": 16,
+        "vocab_size": 151936,
+        "tie_word_embeddings": False,
+        "hidden_act": "silu",
+    }
+    desc = describe_config(config)
+    fp = desc.footprint
+    assert fp is not None
+    parts = {p.name: p for p in fp.parts}
+    assert parts["attention"].raw_bytes == 24 * 2 * (3 * 2048)  # q/k/v biases, MHA 16 x 128
+    assert parts["shared experts"].linear == ((24, 5632, 2048), (24, 5632, 2048), (24, 2048, 5632))
+    assert parts["shared-expert gate"].linear == ((24, 1, 2048),)
+    experts = 24 * 60 * 3 * 2048 * 1408
+    assert abs((experts + fp.params()) / 14.3e9 - 1) < 0.01
