@@ -189,6 +189,7 @@ REFUSED = [
     ),
     ({"architectures": ["Step3p5ForCausalLM"], "model_type": "step3p5"}, ["swiglustep", "swiglu_limits"]),
     ({"architectures": ["ExaoneMoeForCausalLM"], "model_type": "exaone_moe"}, ["Exaone-MoE", "swiglu_limits"]),
+    ({"architectures": ["Step5ForCausalLM"], "model_type": "step5"}, ["Step5MegaMoEExperts", "swiglustep"]),
     (
         {"architectures": ["MuseSparkForConditionalGeneration"], "model_type": "muse_spark"},
         ["MuseSpark", "post_expert_norm_gamma", "deep_gemm_mega_moe"],
@@ -253,6 +254,7 @@ def test_k2_horizon_router_keys_and_qwen_schedule():
 @pytest.mark.parametrize(
     ("architecture", "model_type", "wrapper", "inner"),
     [
+        ("KimiK25ForConditionalGeneration", "kimi_k25", "text_config", "deepseek_v3"),  # fixture moonshotai--Kimi-K2.5
         ("KimiVLForConditionalGeneration", "kimi_vl", "text_config", "deepseek_v3"),
         ("DeepseekVLV2ForCausalLM", "deepseek_vl_v2", "language_config", "deepseek_v2"),
         ("DotsVLMForCausalLM", None, "language_config", "deepseek_v3"),  # sglang dots_vlm.py:43
@@ -277,3 +279,69 @@ def test_the_documented_wrappers_are_the_tested_ones():
         a for a, *_ in test_vl_wrappers_over_deepseek_v2_moe_are_read_through_their_language_model.pytestmark[0].args[1]
     }
     assert tested == set(WRAPPED_LANGUAGE_MODELS)
+
+
+#: Every architecture named in shared/reference/families-2026-12.md §1.2, §1.4, §2.2, §5 and §6 (by its registry
+#: spelling in vLLM 0.33 / SGLang 0.5.23).
+REFERENCE_ARCHITECTURES = (
+    "DeepseekV2ForCausalLM",
+    "DeepseekV3ForCausalLM",
+    "DeepseekV32ForCausalLM",
+    "DeepseekV4ForCausalLM",
+    "DeepseekV41ForCausalLM",
+    "KimiK25ForConditionalGeneration",
+    "KimiK3ForConditionalGeneration",
+    "MistralLarge3ForCausalLM",
+    "GlmMoeDsaForCausalLM",
+    "Glm5NextForConditionalGeneration",
+    "Glm4MoeForCausalLM",
+    "Glm4MoeLiteForCausalLM",
+    "HYV4ForCausalLM",
+    "HYV3ForCausalLM",
+    "HunYuanMoEV1ForCausalLM",
+    "KimiVLForConditionalGeneration",
+    "DeepseekVLV2ForCausalLM",
+    "DotsVLMForCausalLM",
+    "DeepseekOCRForCausalLM",
+    "Qwen2MoeForCausalLM",
+    "Qwen3MoeForCausalLM",
+    "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3VLMoeForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration",
+    "Qwen4ExpForConditionalGeneration",
+    "MellumForCausalLM",
+    "MiniMaxM2ForCausalLM",
+    "MiniMaxM3SparseForCausalLM",
+    "MixtralForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "GptOssForCausalLM",
+    "Step3VLForConditionalGeneration",
+    "Step3p5ForCausalLM",
+    "Step3p7ForConditionalGeneration",
+    "Step5ForCausalLM",
+    "Ernie4_5_MoeForCausalLM",
+    "Ernie4_5_VLMoeForConditionalGeneration",
+    "BailingMoeForCausalLM",
+    "BailingMoeV2ForCausalLM",
+    "LongcatFlashForCausalLM",
+    "MuseSparkForConditionalGeneration",
+    "Gemma4ForConditionalGeneration",
+    "NemotronHForCausalLM",
+    "DbrxForCausalLM",
+    "MiMoV2FlashForCausalLM",
+    "AriaForConditionalGeneration",
+    "ExaoneMoeForCausalLM",
+    "K2HorizonForCausalLM",
+    "LagunaForCausalLM",
+)
+
+
+@pytest.mark.parametrize("architecture", REFERENCE_ARCHITECTURES)
+def test_every_family_of_the_reference_is_read_or_refused_by_name(architecture):
+    from moe_oracle.model.adapters.catalog import find_refusal, find_rules
+    from moe_oracle.model.adapters.families import WRAPPED_LANGUAGE_MODELS
+
+    known = find_rules(architecture, None) or find_refusal(architecture) or architecture in WRAPPED_LANGUAGE_MODELS
+    assert known, f"{architecture} would get the generic 'unsupported model' message"

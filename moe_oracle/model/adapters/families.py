@@ -426,7 +426,7 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
     (BAILING_MOE, ("BailingMoeV2ForCausalLM", "BailingMoeForCausalLM"), ("bailing_moe", "bailing_moe_v2")),
     (GEMMA4, ("Gemma4ForConditionalGeneration", "Gemma4ForCausalLM"), ("gemma4", "gemma4_text")),
     (KIMI_K3, ("KimiK3ForConditionalGeneration",), ("kimi_k3",)),
-    (NEMOTRON_H, ("NemotronHForCausalLM",), ("nemotron_h",)),
+    (NEMOTRON_H, ("NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"), ("nemotron_h",)),
     (MELLUM, ("MellumForCausalLM",), ("mellum",)),
     (INTERNS2_PREVIEW, ("InternS2PreviewForConditionalGeneration",), ()),
     (QWEN4_EXP, ("Qwen4ExpForConditionalGeneration", "Qwen4ExpForCausalLM"), ("qwen4_exp", "qwen4_exp_text")),
@@ -446,9 +446,11 @@ FAMILIES: tuple[tuple[FamilyRules, tuple[str, ...], tuple[str, ...]], ...] = (
 )
 
 
-#: Multimodal wrappers SGLang 0.5.23 runs over DeepseekV2MoE (families §1.2): no rule of their own; the reader
-#: follows the wrapped language model (``text_config`` / ``language_config``), as the engines do.
+#: Multimodal wrappers SGLang 0.5.23 runs over DeepseekV2MoE (families §1.2; Kimi-K2.5: kimi_k25.py:693): no rule of
+#: their own; the reader follows the wrapped language model (``text_config`` / ``language_config``), as the engines
+#: do.
 WRAPPED_LANGUAGE_MODELS = (
+    "KimiK25ForConditionalGeneration",
     "KimiVLForConditionalGeneration",
     "DeepseekVLV2ForCausalLM",
     "DotsVLMForCausalLM",
@@ -524,6 +526,17 @@ REFUSED: tuple[Refusal, ...] = (
             "wires a mega-MoE path for it"
         ),
         fix=_OWN_MOE + "; " + _MANUAL + " with --activation swiglu-clamp:L per layer group",
+    ),
+    Refusal(
+        family="step5",
+        names=("Step5ForCausalLM", "step5"),
+        message=(
+            "Step5 (Step5ForCausalLM) runs in vLLM 0.33 through its own native mega-MoE experts (Step5MegaMoEExperts, "
+            "models/step5/nvidia/mega_moe.py: FP8 128x128 blocks requantized to 1x32 UE8M0, NVFP4, BF16; SiLU or "
+            "swiglustep per layer), which moe-oracle's RoutedExperts layer does not reach and whose per-layer "
+            "activation the reader does not describe"
+        ),
+        fix="serve it with vLLM's own path: --moe-backend deep_gemm_mega_moe --enable-expert-parallel (SM100)",
     ),
     Refusal(
         family="muse_spark",
