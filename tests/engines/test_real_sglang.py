@@ -33,6 +33,7 @@ from moe_oracle.plan.build import PlanRequest, build_plan  # noqa: E402
 from moe_oracle.plan.examples import EXAMPLES  # noqa: E402
 from moe_oracle.plan.model import LaunchPlan  # noqa: E402
 from moe_oracle.rules import Engine  # noqa: E402
+from tests.model.model_test_helpers import QWEN15_MOE_A2_7B  # noqa: E402
 
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
@@ -65,25 +66,6 @@ QWEN_ARCHITECTURES = (
     "Qwen3VLMoeForConditionalGeneration",
 )
 _FP8_BLOCK = {"quant_method": "fp8", "weight_block_size": [128, 128], "activation_scheme": "dynamic", "fmt": "e4m3"}
-#: Qwen1.5-MoE-A2.7B's values (families §2.2; no verbatim config here), as in tests/model/test_families.py
-_QWEN15_MOE = {
-    "architectures": ["Qwen2MoeForCausalLM"],
-    "model_type": "qwen2_moe",
-    "hidden_size": 2048,
-    "intermediate_size": 5632,
-    "moe_intermediate_size": 1408,
-    "shared_expert_intermediate_size": 5632,
-    "num_experts": 60,
-    "num_experts_per_tok": 4,
-    "norm_topk_prob": False,
-    "decoder_sparse_step": 1,
-    "num_hidden_layers": 24,
-    "num_attention_heads": 16,
-    "num_key_value_heads": 16,
-    "vocab_size": 151936,
-    "max_position_embeddings": 8192,
-    "hidden_act": "silu",
-}
 
 
 def _synthetic_fp8() -> tuple[str, ...]:
@@ -101,8 +83,8 @@ def _synthetic_fp8() -> tuple[str, ...]:
         "Qwen--Qwen3-Next-80B-A3B-Thinking": None,
         "Qwen--Qwen3.5-397B-A17B": None,
         "Qwen--Qwen3-VL-30B-A3B-Instruct": None,
-        "Qwen1.5-MoE-A2.7B": _QWEN15_MOE,
-        "Qwen2-MoE-width-1536": {**_QWEN15_MOE, "moe_intermediate_size": 1536},
+        "Qwen1.5-MoE-A2.7B": QWEN15_MOE_A2_7B,
+        "Qwen2-MoE-width-1536": {**QWEN15_MOE_A2_7B, "moe_intermediate_size": 1536},
     }
     for name, values in sources.items():
         config = dict(values) if values else json.loads((FIXTURES / name / "config.json").read_text())

@@ -11,6 +11,28 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
 
 
+#: Qwen1.5-MoE-A2.7B's values (families §2.2; no verbatim config found): the Qwen2-MoE rule's test config, and the
+#: model the real-SGLang harness parses (the attention keys are for SGLang's config loader).
+QWEN15_MOE_A2_7B: dict = {
+    "architectures": ["Qwen2MoeForCausalLM"],
+    "model_type": "qwen2_moe",
+    "hidden_size": 2048,
+    "intermediate_size": 5632,
+    "moe_intermediate_size": 1408,
+    "shared_expert_intermediate_size": 5632,
+    "num_experts": 60,
+    "num_experts_per_tok": 4,
+    "norm_topk_prob": False,
+    "decoder_sparse_step": 1,
+    "num_hidden_layers": 24,
+    "num_attention_heads": 16,
+    "num_key_value_heads": 16,
+    "vocab_size": 151936,
+    "max_position_embeddings": 8192,
+    "hidden_act": "silu",
+}
+
+
 def load_dir(folder: Path) -> tuple[dict, dict | None]:
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     quant_path = folder / "hf_quant_config.json"

@@ -13,7 +13,7 @@ import pytest
 from moe_oracle.errors import ModelConfigError, UnsupportedArchitectureError
 from moe_oracle.model.adapters import describe_config, describe_model
 from moe_oracle.model.types import ActivationKind, Scoring, WeightFormat
-from tests.model.model_test_helpers import FIXTURES, assert_one_line, fixture
+from tests.model.model_test_helpers import FIXTURES, QWEN15_MOE_A2_7B, assert_one_line, fixture
 
 # fixture -> (family, MoE layers, H, I, E, top-k, shared count, shared width, shared gated)
 SHAPE = {
@@ -243,20 +243,7 @@ def test_ernie_step_bailing_rules_on_reference_values():
 
 def test_qwen2_moe_rule_on_qwen15_moe_values():
     """Qwen1.5-MoE-A2.7B's values (no verbatim copy found): gated shared expert 5632 wide, no renormalization."""
-    config = {
-        "architectures": ["Qwen2MoeForCausalLM"],
-        "model_type": "qwen2_moe",
-        "hidden_size": 2048,
-        "intermediate_size": 5632,
-        "moe_intermediate_size": 1408,
-        "shared_expert_intermediate_size": 5632,
-        "num_experts": 60,
-        "num_experts_per_tok": 4,
-        "norm_topk_prob": False,
-        "decoder_sparse_step": 1,
-        "num_hidden_layers": 24,
-        "hidden_act": "silu",
-    }
+    config = dict(QWEN15_MOE_A2_7B)
     desc = describe_config(config)
     g = desc.main_group
     assert desc.family == "qwen2_moe" and g.layers == tuple(range(24))
