@@ -1,6 +1,6 @@
 """Requirements shared by every DeepGEMM mega-MoE variant (SM90 and SM100).
 
-Facts: https://github.com/deepseek-ai/DeepGEMM/pull/323-§1 and
+Facts: https://github.com/deepseek-ai/DeepGEMM/pull/323 and
 https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py (headers
 of the
 vendored DeepGEMM 2.8.1: ``layout/sym_buffer.cuh`` kNumMaxRanks = 72, ``layout/mega_moe.cuh``
@@ -69,7 +69,7 @@ def sm100_activation(kinds: tuple[str, ...] = ("swiglu",)) -> Check:
         kinds=kinds,
         sources=(
             "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
-            " MegaMoEActivation; §5.2 fp8_fp4_mega_moe(activation_alpha, activation_beta)",
+            " MegaMoEActivation; fp8_fp4_mega_moe(activation_alpha, activation_beta)",
         ),
     )
 

@@ -3,7 +3,7 @@
 Every DeepGEMM variant's entry-point check names :data:`BUILDS`; a scenario passes when a build present in
 the software profile exports the variant's kernel and meets that build's limits. A build's limits are only
 those stricter than the variant's own checks (which hold for every build). Facts and their files:
-https://github.com/deepseek-ai/DeepGEMM/pull/323-§1, §9, https://github.com/deepseek-ai/DeepGEMM/pulls, and the
+https://github.com/deepseek-ai/DeepGEMM/pull/323, https://github.com/deepseek-ai/DeepGEMM/pull/409, and the
 sources named per build below
 (release wheels read from PyPI; branch and pull-request sources from public index copies, so their limits
 are marked as read from unreleased source by :class:`~moe_oracle.rules.build.Provenance`).
@@ -290,7 +290,7 @@ NV_DEV = BuildSpec(
     "PR #409's fp4_fp4_mega_moe (SymmBuffer mma_type 'fp4xfp4', "
     "fused BF16 shared experts with x_bf16, recipe (1,1,16), even SM count, top-k + 1 <= 32) is not the front end "
     "moe-oracle's sm100_nvfp4 layer calls (vLLM's fork: nvfp4_mega_moe, NVFP4SymmBuffer). "
-    "https://github.com/deepseek-ai/DeepGEMM/pulls gives "
+    "https://github.com/deepseek-ai/DeepGEMM/pull/409 (its description) gives "
     "hidden and intermediate % 256 for #409; the #409 source read asserts % 512, which is declared here.",
 )
 

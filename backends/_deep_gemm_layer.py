@@ -8,7 +8,7 @@ environment that must be off are read from the declaration's checks, never resta
 layer-level checks (shape, format, activation, experts per rank) were evaluated by ``build_layer``
 before this class is constructed.
 
-DeepGEMM (https://github.com/deepseek-ai/DeepGEMM/pull/323-§1, vLLM 0.33 §2.6-§2.9): the symmetric buffer is created
+DeepGEMM (https://github.com/deepseek-ai/DeepGEMM/pull/323, vLLM 0.33 §2.6-§2.9): the symmetric buffer is created
 once per ``(process group, device,
 kind, E, max tokens, top-k, H, I)`` and shared by every layer with that shape, and destroyed when the last of them
 is closed or collected (:mod:`moe_oracle.runtime.shared_buffers`); ``forward`` stages into

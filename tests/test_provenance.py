@@ -6,18 +6,30 @@ docs, the README, nor what the commands print may cite them; a cited ``docs/<pag
 
 from __future__ import annotations
 
+import json
 import re
+import zipfile
 from pathlib import Path
 
 import pytest
 
 from tests.cli.runner import cli
+from tests.engines.wheels import find_wheel
 
 ROOT = Path(__file__).resolve().parents[1]
 INTERNAL = re.compile(
     r"shared/reference|seeds/\d|\b(?:vllm-0\.33|kernels|h200|field-2026-12|families-2026-12|users|models)\.md\b"
 )
 DOCS_PAGE = re.compile(r"\bdocs/([\w./-]+\.(?:md|html))")
+URL = re.compile(r"https?://[^\s)\"'`<>,;|\\]+")
+CHECKS = json.loads((ROOT / "tests" / "provenance_checks.json").read_text(encoding="utf-8"))
+#: Release wheel of each prefix that is checked file by file: (prefix, dist, version, path inside the wheel).
+WHEEL_PREFIXES = (
+    ("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/", "vllm", "0.33.0", "vllm/"),
+    ("https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/", "vllm", "0.33.0", "vllm/"),
+    ("https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/", "sglang", "0.5.23", "sglang/"),
+    ("https://github.com/sgl-project/sglang/tree/v0.5.23/python/sglang/", "sglang", "0.5.23", "sglang/"),
+)
 
 
 def _shipped_texts() -> dict[str, str]:
@@ -70,3 +82,69 @@ def test_command_output_cites_only_what_ships(args):
     assert r.code == 0, r.err
     problems = _problems(" ".join(args), r.out + r.err)
     assert not problems, "\n".join(problems[:20])
+
+
+def _published_urls() -> dict[str, str]:
+    """Every URL in what ships or is printed from: the package and backends (code and data), docs/, the README
+    and the benchmarks; URL -> one file that cites it."""
+    roots = [ROOT / "moe_oracle", ROOT / "backends", ROOT / "docs", ROOT / "benchmarks"]
+    files = [ROOT / "README.md"] + [
+        p for r in roots for p in sorted(r.rglob("*")) if p.suffix in (".py", ".json", ".md", ".html", ".sh")
+    ]
+    found: dict[str, str] = {}
+    for path in files:
+        for m in URL.finditer(path.read_text(encoding="utf-8", errors="replace")):
+            url = m.group(0).rstrip(".:")
+            found.setdefault(url, str(path.relative_to(ROOT)))
+    return found
+
+
+def test_every_published_url_was_checked():
+    """A URL moe-oracle prints or writes is listed in tests/provenance_checks.json with how it was checked, or
+    lies under a prefix whose files are checked against the release wheels (below)."""
+    listed = {entry["url"] for entry in CHECKS["urls"]}
+    prefixes = tuple(entry["prefix"] for entry in CHECKS["prefixes"])
+    unchecked = [
+        f"{url} (in {where})"
+        for url, where in _published_urls().items()
+        if url not in listed and not url.startswith(prefixes)
+    ]
+    assert not unchecked, "record how each was checked in tests/provenance_checks.json:\n" + "\n".join(unchecked)
+
+
+def test_no_checked_url_is_stale():
+    """Every URL of the record is still cited (a removed citation leaves the record too)."""
+    published = _published_urls()
+    assert not [e["url"] for e in CHECKS["urls"] if e["url"] not in published]
+
+
+def _wheel(dist: str, version: str) -> zipfile.ZipFile | None:
+    path = find_wheel(dist, version)
+    return zipfile.ZipFile(path) if path else None
+
+
+@pytest.mark.parametrize("prefix,dist,version,inside", WHEEL_PREFIXES)
+def test_release_source_citations_resolve_in_the_wheel(prefix: str, dist: str, version: str, inside: str):
+    """Each cited file of an engine release is in that release's wheel, and each #L anchor within the file."""
+    wheel = _wheel(dist, version)
+    if wheel is None:
+        pytest.skip(f"{dist}-{version} wheel not present (pip download {dist}=={version} --no-deps)")
+    names = set(wheel.namelist())
+    cited = [url for url in _published_urls() if url.startswith(prefix)]
+    assert cited or "tree" in prefix
+    problems = []
+    for url in cited:
+        path, _, anchor = url[len(prefix) :].partition("#")
+        member = inside + path.rstrip("/")
+        if "/tree/" in prefix or "." not in member.rsplit("/", 1)[-1]:  # a directory (or the base of f-strings)
+            if not any(n.startswith(member + "/") for n in names):
+                problems.append(f"{url}: no directory {member} in the {dist} {version} wheel")
+            continue
+        if member not in names:
+            problems.append(f"{url}: no file {member} in the {dist} {version} wheel")
+            continue
+        lines = wheel.read(member).decode("utf-8", errors="replace").count("\n") + 1
+        for number in re.findall(r"L(\d+)", anchor):
+            if int(number) > lines:
+                problems.append(f"{url}: line {number} past the end of {member} ({lines} lines)")
+    assert not problems, "\n".join(problems)

@@ -1,4 +1,4 @@
-"""Rules shared by the AITER MegaMoEV2 variants (https://github.com/ROCm/aiter, https://github.com/ROCm/mori; https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py)."""
+"""Rules shared by the AITER MegaMoEV2 variants (https://github.com/ROCm/aiter, https://github.com/ROCm/mori; https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/mega_moe.py)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ BACKEND = "aiter_mega_moe"
 MAX_TOKENS_PER_RANK = 32768
 #: vLLM sets MORI_SHMEM_HEAP_SIZE to 8G for MegaMoEV2 ("needs > 4 GB"), 16G with a fused shared expert.
 MIN_HEAP_BYTES = 8 << 30
-AITER_SRC = "https://github.com/ROCm/aiter: aiter mega_moe_v2.py @ e404860"
+#: AITER MegaMoEV2 at the commit its rules were read from (ROCm/aiter main, 2026-08-22).
+AITER_SRC = "https://github.com/ROCm/aiter/blob/e404860/aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py"
 
 
 def mxfp4(q: QuantSpec) -> bool:
@@ -39,8 +40,7 @@ def common_checks() -> tuple[Check, ...]:
             remediation="MegaMoEV2 needs CDNA4 (MI355X); on gfx942 leave --moe-backend unset (non-fused MoE).",
             sources=(
                 AITER_SRC,
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                ": on_gfx950()",
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/model.py: on_gfx950()",
             ),
         ),
         c.weight_format(
@@ -49,7 +49,7 @@ def common_checks() -> tuple[Check, ...]:
             remediation="Use an MXFP4-expert checkpoint (DeepSeek V4 release format).",
             sources=(
                 AITER_SRC,
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/model.py"
                 " rule 6 (expert_dtype fp4)",
             ),
         ),
@@ -82,7 +82,7 @@ def common_checks() -> tuple[Check, ...]:
             remediation=f"Lower --max-num-batched-tokens to at most {MAX_TOKENS_PER_RANK}.",
             sources=(
                 AITER_SRC + ": token buckets 1..32768, power of two",
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/mega_moe.py",
             ),
             scope=Scope.LAYER,
         ),

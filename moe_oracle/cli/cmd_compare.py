@@ -114,6 +114,8 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
     put("software", [p.software if p else "-" for p in plans])
     put("chosen path (main group)", [_chosen(p) for p in plans])
     put("validated", [_validated(p) for p in plans])
+    put("accuracy class", [_accuracy(p) for p in plans])
+    put("advisories", [_advisories(p) for p in plans])
     for t in points:
         put(f"cost, T={t} tokens/rank", [])
     for col, p in zip(columns, plans, strict=True):
@@ -158,6 +160,8 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
     for c in columns:
         if c.error:
             notes.append(f"{c.label}: {c.error}")
+    advisories = dict.fromkeys(note for p in plans if p is not None for note in p.decision_obj.advisory_notes())
+    notes += list(advisories)
     return list(rows.items()), notes
 
 
@@ -179,6 +183,20 @@ def _validated(plan: Any) -> str:
         return "-"
     status = getattr(g.chosen.spec, "validation", None)
     return getattr(status, "short", None) or "-"
+
+
+def _accuracy(plan: Any) -> str:
+    if plan is None or plan.decision_obj.main.chosen is None:
+        return "-"
+    return plan.decision_obj.main.chosen.accuracy_class
+
+
+def _advisories(plan: Any) -> str:
+    """The ids of the advisories about the chosen path (their notes follow the table)."""
+    if plan is None:
+        return "-"
+    ids = dict.fromkeys(adv.id for adv, _ in plan.decision_obj.nearby_advisories())
+    return ", ".join(ids) or "none"
 
 
 def render(model: str, columns: list[Column], points: tuple[int, ...]) -> str:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.options import flags_from, matrix_question_options, options_from
 from moe_oracle.errors import BadInputError
 from moe_oracle.output import write_text_file
 
@@ -21,18 +22,11 @@ FORMATS = ("table", "markdown", "json", "html")
 @click.option("--engine", "engines", default="none", show_default=True, help="none, vllm, sglang, or a comma list.")
 @click.option(
     "--software",
-    default="all",
-    show_default=True,
-    help="Software profile(s), comma list: installed, all, vllm-0.33.0, sglang-0.5.23, none.",
+    default=None,
+    help="Software profile(s), comma list: installed, all, vllm-0.33.0, sglang-0.5.23, none, ... [as for select: "
+    "the engine's release profile for vllm/sglang, all for none].",
 )
-@click.option("--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file.")
-@click.option(
-    "--env",
-    "env_items",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Environment the engine will see (default: this shell's relevant variables, as for select).",
-)
+@matrix_question_options
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True)
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True), default=None, help="Write to FILE.")
 @click.option(
@@ -53,29 +47,29 @@ def matrix(**kw: Any) -> None:
         _write_docs(docs_dir, kw)
         return
 
-    from moe_oracle.cli.options import env_from
-    from moe_oracle.decide.advisories import load_advisories
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios, split_list
 
-    fmt = kw["fmt"]
-    output = kw["output"]
-    env = env_from(kw["env_items"])
-    advisories = load_advisories(kw["advisories"])
+    fmt = kw.pop("fmt")
+    output = kw.pop("output")
+    command = _command(kw, fmt, output)
+    axes = {key: kw.pop(key) for key in ("models", "devices", "topologies", "engines", "software", "formats")}
+    options = options_from(kw)
+    base = flags_from(kw)
     scenarios = build_scenarios(
-        models=split_list(kw["models"], "--models"),
-        devices=split_list(kw["devices"], "--devices"),
-        topologies=split_list(kw["topologies"], "--topologies"),
-        engines=split_list(kw["engines"], "--engines"),
-        software=split_list(kw["software"], "--software"),
-        formats=split_list(kw["formats"], "--formats"),
-        env=env,
-        advisories_file=kw["advisories"],
+        models=split_list(axes["models"], "--models"),
+        devices=split_list(axes["devices"], "--devices"),
+        topologies=split_list(axes["topologies"], "--topologies"),
+        engines=split_list(axes["engines"], "--engines"),
+        software=split_list(axes["software"], "--software"),
+        formats=split_list(axes["formats"], "--formats"),
+        base=base,
+        options=options,
     )
     from moe_oracle.cli.progress import progress
 
     with progress(f"matrix: deciding {len(scenarios)} scenarios"):
-        result = build_matrix(scenarios, advisories=advisories, command=_command(kw))
+        result = build_matrix(scenarios, command=command)
     if fmt == "table":
         _emit_table(result, output)
         return
@@ -94,26 +88,30 @@ def matrix(**kw: Any) -> None:
     _write(text, output)
 
 
-def _command(kw: dict[str, Any]) -> str:
+def _given_args(kw: dict[str, Any]) -> list[str]:
+    """The options typed on the command line, as typed (in the order of ``matrix --help``)."""
+    ctx = click.get_current_context()
+    args: list[str] = []
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name in ("fmt", "output", "docs_dir"):
+            continue
+        if ctx.get_parameter_source(str(param.name)) is not click.core.ParameterSource.COMMANDLINE:
+            continue
+        value = kw.get(str(param.name))
+        if param.is_flag:
+            args.append(param.opts[0] if value else param.secondary_opts[0])
+        else:
+            args += [x for item in (value if param.multiple else (value,)) for x in (param.opts[0], str(item))]
+    return args
+
+
+def _command(kw: dict[str, Any], fmt: str, output: str | None) -> str:
     """The command line that regenerates this output (printed in generated headers)."""
-    args = ["moe-oracle", "matrix"]
-    for opt, key, default in (
-        ("--models", "models", None),
-        ("--devices", "devices", None),
-        ("--formats", "formats", None),
-        ("--topologies", "topologies", None),
-        ("--engine", "engines", "none"),
-        ("--software", "software", "all"),
-        ("--advisories", "advisories", None),
-    ):
-        if kw.get(key) not in (None, default):
-            args += [opt, str(kw[key])]
-    for item in kw.get("env_items") or ():
-        args += ["--env", item]
-    if kw.get("fmt", "table") != "table":
-        args += ["--format", kw["fmt"]]
-    if kw.get("output"):
-        args += ["--output", str(kw["output"])]
+    args = ["moe-oracle", "matrix", *_given_args(kw)]
+    if fmt != "table":
+        args += ["--format", fmt]
+    if output:
+        args += ["--output", str(output)]
     return shlex.join(args)
 
 
@@ -143,27 +141,14 @@ def _emit_table(result: Any, output: str | None) -> None:
 
 
 def _write_docs(docs_dir: str, kw: dict[str, Any]) -> None:
-    changed = [
-        opt
-        for opt, key, default in (
-            ("--models", "models", None),
-            ("--devices", "devices", None),
-            ("--formats", "formats", None),
-            ("--topologies", "topologies", None),
-            ("--engine", "engines", "none"),
-            ("--software", "software", "all"),
-            ("--advisories", "advisories", None),
-            ("--output", "output", None),
-        )
-        if kw.get(key) not in (None, default)
-    ]
-    if kw.get("env_items"):
-        changed.append("--env")
+    changed = [arg for arg in _given_args(kw) if arg.startswith("--")]
     if kw.get("fmt") != "table":
         changed.append("--format")
+    if kw.get("output") is not None:
+        changed.append("--output")
     if changed:
         raise BadInputError(
-            f"--docs writes the default matrix and cannot be combined with {', '.join(changed)}",
+            f"--docs writes the default matrix and cannot be combined with {', '.join(dict.fromkeys(changed))}",
             fix="run moe-oracle matrix --docs DIR alone, or drop --docs.",
         )
     from moe_oracle.cli.docs import write_docs

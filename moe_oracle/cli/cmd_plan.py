@@ -12,73 +12,33 @@ from typing import Any
 
 import click
 
-from moe_oracle.cli.options import (
-    conversion_from,
-    decode_tokens_from,
-    deployment_options,
-    env_from,
-    flags_from,
-    layout_given,
-    question_options,
-)
+from moe_oracle.cli.options import asked_from, deployment_options, manual_options, question_options
 from moe_oracle.errors import BadInputError, ExitCode
 
 PLAN_ENGINES = ["vllm", "sglang"]
 
 
 def plan_options(f: Any) -> Any:
-    """Options shared by ``plan`` and ``serve``: the deployment flags and every option ``select`` decides with."""
-    f = click.option("--engine", type=click.Choice(PLAN_ENGINES), default=None, help="Engine to launch (required).")(f)
+    """Options shared by ``plan`` and ``serve``: ``select``'s options (the manual model flags, the deployment
+    and every option ``select`` decides with), with ``--engine`` one of the engines a plan launches."""
+    f = click.option(
+        "--engine", type=click.Choice(PLAN_ENGINES), default=None, help="Engine to launch (required): vllm or sglang."
+    )(f)
     f = question_options(f)
     f = deployment_options(f)
-    return f
+    return manual_options(f)
 
 
 def request_from(model: str | None, kw: dict[str, Any]) -> Any:
-    """A :class:`PlanRequest` from parsed options (pops what it uses); with no layout flag, the layout the
-    oracle proposes for the GPUs given (:func:`moe_oracle.decide.layout.propose_layout`)."""
-    from moe_oracle.inputs import check_engine_software
+    """A :class:`PlanRequest` from parsed options (pops what it uses): the question ``select`` is asked with the
+    same flags (:func:`~moe_oracle.cli.options.asked_from`), to be served as MODEL."""
     from moe_oracle.plan.build import PlanRequest
     from moe_oracle.rules import Engine
 
     engine = kw.pop("engine")
-    if model is None:
-        raise BadInputError(
-            "plan needs MODEL", fix="e.g. moe-oracle plan deepseek-ai/DeepSeek-V4-Flash --device b200 --engine vllm"
-        )
     if engine is None:
         raise BadInputError("plan needs --engine", fix="add --engine vllm or --engine sglang.")
-    if kw.get("device") is None:
-        raise BadInputError("plan needs --device", fix="e.g. --device b200, --device mi355x or --device local")
-    env = env_from(kw.pop("env_items"))
-    check_engine_software(engine, kw.get("software"))
-    proposed = layout_given() is False
-    conversion = conversion_from(kw)
-    decode_tokens = decode_tokens_from(kw)
-    flags = flags_from(kw)
-    memory_fraction = kw.pop("memory_fraction")
-    layout_why = None
-    if proposed:
-        from moe_oracle.decide.layout import propose_layout
-        from moe_oracle.model.resolve import resolve_model
-
-        proposal = propose_layout(resolve_model(model), flags, Engine(engine), memory_fraction=memory_fraction)
-        flags, layout_why = proposal.flags, proposal.why
-    return PlanRequest(
-        model=model,
-        flags=flags,
-        engine=Engine(engine),
-        software=kw.pop("software"),
-        override=kw.pop("moe_backend"),
-        allow_fallback=kw.pop("allow_fallback"),
-        env=env,
-        advisories=kw.pop("advisories"),
-        conversion=conversion,
-        workload=kw.pop("workload"),
-        decode_tokens=decode_tokens,
-        memory_fraction=memory_fraction,
-        layout_why=layout_why,
-    )
+    return PlanRequest.of(model, asked_from(model, kw, "plan", Engine(engine)))
 
 
 @click.command("plan")
@@ -95,6 +55,11 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
 @click.option("--check", is_flag=True, help="With --examples: exit 6 if a file would change (write nothing).")
 def plan(model: str | None, **kw: Any) -> None:
     """Print a complete serve command and environment for MODEL on an engine (vLLM or SGLang).
+
+    The decision is the one `moe-oracle select` makes with the same flags and the same defaults (software:
+    the engine's release profile; layout: proposed when no --tp/--dp/--ep/--pp is given); the fingerprint
+    is the same. MODEL names the checkpoint the engine loads; a manual description (the manual flags) names
+    none and is refused.
 
     Every derived quantity (symmetric buffer bytes per rank, per-rank token cap, MoRI heap,
     power-of-two rounding) is shown with its inputs, formula and source. When the requested

@@ -3,23 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from typing import Any
 
 import click
 
-from moe_oracle.cli.options import (
-    MANUAL_FLAGS,
-    conversion_from,
-    decode_tokens_from,
-    deployment_options,
-    description_from,
-    env_from,
-    flags_from,
-    layout_given,
-    manual_options,
-    question_options,
-)
+from moe_oracle.cli.options import MANUAL_FLAGS, asked_from, deployment_options, manual_options, question_options
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, ExitCode, OverrideRefusedError, excerpt
 from moe_oracle.rules import Engine
 
@@ -38,9 +26,8 @@ ENGINES = [e.value for e in Engine]
 @click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
-    from moe_oracle.decide.advisories import load_advisories
-    from moe_oracle.decide.record import decision_to_json, load_record
-    from moe_oracle.decide.selection import Override, decide
+    from moe_oracle.decide.record import load_record
+    from moe_oracle.inputs import deployment_warnings
     from moe_oracle.plan.build import settled_decision
 
     as_json = kw.pop("as_json")
@@ -56,81 +43,69 @@ def select(model: str | None, **kw: Any) -> None:
             "select needs MODEL (or --replay FILE, or the manual flags --hidden-size ... --weight-format)",
             fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
         )
+    resolved = asked_from(model, kw, "select", Engine(kw.pop("engine"))).resolve()
+    from moe_oracle.plan.build import check_engine_layout
 
-    if kw.get("device") is None:
-        raise BadInputError("select needs --device", fix="e.g. --device b200, --device mi355x or --device local")
-    from moe_oracle.inputs import (
-        build_deployment,
-        check_engine_software,
-        deployment_warnings,
-        parse_workload,
-        resolve_engine_software,
-    )
-
-    engine = Engine(kw.pop("engine"))
-    backend_text = kw.pop("moe_backend")
-    override = Override.parse(backend_text) if backend_text else None
-    allow_fallback = kw.pop("allow_fallback")
-    advisories = load_advisories(kw.pop("advisories"))
-    env = env_from(kw.pop("env_items"))
-    software_name = kw.pop("software")
-    check_engine_software(engine.value, software_name)
-    conversion = conversion_from(kw)
-    workload_text = kw.pop("workload")
-    decode_tokens = decode_tokens_from(kw)
-    memory_fraction = kw.pop("memory_fraction")
-    proposed = not layout_given()
-    flags = flags_from(kw)
-    description = description_from(model, kw, "select")
-    layout_why = None
-    if proposed:
-        from moe_oracle.decide.layout import propose_layout
-
-        proposal = propose_layout(description, flags, engine, memory_fraction=memory_fraction)
-        flags, layout_why = proposal.flags, proposal.why
-    deployment, _ = build_deployment(flags, env)
-    for line in deployment_warnings(deployment):
+    check_engine_layout(resolved.asked.engine, resolved.deployment)
+    for line in deployment_warnings(resolved.deployment):
         click.echo(f"warning: {line}", err=True)
-    software, origin = resolve_engine_software(software_name, flags.device, engine.value)
 
-    def run(flags: Any) -> Any:
-        deployment, _ = build_deployment(flags, env)
-        workload = parse_workload(workload_text, deployment.parallel.tokens_per_rank, decode_tokens)
+    def decide_at(budget: int | None) -> Any:
         try:
-            return decide(
-                description,
-                deployment,
-                software,
-                engine=engine,
-                override=override,
-                allow_fallback=allow_fallback,
-                advisories=advisories,
-                workload=workload,
-                conversion=conversion,
-            )
+            return resolved.at_budget(budget).decide()
         except OverrideRefusedError as exc:
             if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
                 for line in exc.trail:
                     click.echo(f"  {line}", err=True)
             raise
 
+    options = resolved.asked.options
     decision, fit, settings_why = settled_decision(
-        lambda budget: run(flags if budget is None else replace(flags, max_num_batched_tokens=budget)),
-        model or description.model,
-        memory_fraction,
-        env,
+        decide_at, model or resolved.asked.model.model, options.memory_fraction, options.env
     )
-    doc = decision_to_json(decision, advisories, origin)
+    doc = resolved.record(decision)
     doc["fit"] = fit.to_json()
+    layout_why = resolved.asked.layout_why
     if layout_why:
         doc["layout_chosen"] = layout_why
     if settings_why:
         doc["settings_chosen"] = settings_why
+    replicas = _replicas(resolved, decision)
+    if replicas:
+        doc["replicas"] = replicas
     if not fit.fits and as_json:
         raise _does_not_fit(decision, fit)
     _emit(decision, doc, as_json, all_reasons, fit=fit, layout_why=layout_why, settings_why=settings_why)
+    if replicas and not as_json:
+        click.echo(f"replicas: {replicas['note']}")
     if not fit.fits:
         raise _does_not_fit(decision, fit)
+
+
+def _replicas(resolved: Any, decision: Any) -> dict[str, Any] | None:
+    """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
+    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.plan.build.replica_choice`),
+    with that decision's fingerprint, so both commands name both answers."""
+    from moe_oracle.plan.build import replica_choice
+    from moe_oracle.plan.model import Layout
+
+    choice = replica_choice(resolved, decision)
+    if choice is None or not choice.adopted:
+        return None
+    layout = Layout.of(choice.deployment)
+    fingerprint = resolved.fingerprint(choice.decision)
+    chosen = choice.decision.main.chosen.label
+    flags = f"--nodes {layout.nodes} --dp {layout.dp} --ep {layout.ep}" + (
+        f" --tp {layout.tp}" if layout.tp > 1 else ""
+    )
+    return {
+        "count": choice.count,
+        "layout": layout.label(),
+        "chosen": chosen,
+        "fingerprint": fingerprint,
+        "note": f"plan and serve run {choice.count} replicas of {layout.label()} (one per NVLink/XGMI domain), where "
+        f"{chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
+    }
 
 
 def _does_not_fit(decision: Any, fit: Any) -> DeploymentDoesNotFitError:

@@ -72,7 +72,9 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
             con.print(f"    validated: {escape(g.chosen.spec.validation_text)}")
-            for line in nearby_advisories(decision.question.advisories, g.chosen.spec, dep.device.arch.value):
+            for line in nearby_advisories(
+                decision.question.advisories, g.chosen.spec, dep.device.arch.value, decision.engine.value
+            ):
                 con.print(f"    {escape(line)}")
         else:
             con.print(f"  [yellow]no fused backend[/yellow]; the engine uses: {escape(g.fallback or '')}")
@@ -82,9 +84,7 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             con.print(f"  other candidates: as for layer group '{seen[sig]}'")
             continue
         seen.setdefault(sig, g.group.name)
-        # the chosen variant is not listed again as stored when it is served after a conversion
-        chosen_spec = g.chosen.spec if g.chosen is not None else None
-        others = [c for c in (*g.candidates, *g.conversions) if c is not g.chosen and c.spec is not chosen_spec]
+        others = g.others
         skipped = [c for c in others if not all_reasons and _other_arch(c)]
         table = Table(show_header=True, header_style="bold", box=None, pad_edge=False)
         table.add_column("candidate", no_wrap=True)

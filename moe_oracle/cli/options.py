@@ -4,31 +4,65 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from dataclasses import fields
 from typing import Any
 
 import click
 
 from moe_oracle.errors import BadInputError, excerpt
-from moe_oracle.inputs import RELEVANT_ENV, DeploymentFlags
+from moe_oracle.inputs import ENGINE_RELEASE_PROFILE, RELEVANT_ENV, DeploymentFlags
 from moe_oracle.shell import ENV_NAME
 
 _POS = click.IntRange(min=1)
 
 
-def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    opts = [
+def _apply(f: Callable[..., Any], opts: list[Callable[..., Any]]) -> Callable[..., Any]:
+    """``f`` with ``opts`` applied so that ``--help`` lists them in the order given."""
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def _device_option() -> list[Callable[..., Any]]:
+    return [
         click.option(
             "--device", default=None, help="Device name (h100, h200, b200, b300, gb200, mi355x, ...) or local."
-        ),
+        )
+    ]
+
+
+def _machine_options() -> list[Callable[..., Any]]:
+    """The machine's shape besides the GPU count: node size and NVLink/XGMI domain."""
+    return [
         click.option("--gpus-per-node", type=_POS, default=None, help="GPUs per node [device default]."),
-        click.option("--nodes", type=_POS, default=1, show_default=True, help="Number of nodes."),
         click.option(
             "--domain-size", type=_POS, default=None, help="NVLink/XGMI domain size in GPUs [device default]."
         ),
-        click.option("--tp", type=_POS, default=1, show_default=True, help="Tensor-parallel size (attention)."),
-        click.option("--dp", type=_POS, default=1, show_default=True, help="Data-parallel size (attention)."),
-        click.option("--ep", type=_POS, default=1, show_default=True, help="Expert-parallel group size (1 = no EP)."),
-        click.option("--pp", type=_POS, default=1, show_default=True, help="Pipeline-parallel size."),
+    ]
+
+
+#: The layout flags' default, as ``--help`` states it.
+_LAYOUT_DEFAULT = (
+    "[1 when another layout flag is given; with no --tp/--dp/--ep/--pp the oracle proposes the layout: "
+    "DP+EP over every GPU given, and says why]"
+)
+
+
+def _layout_options() -> list[Callable[..., Any]]:
+    """The parallel layout (none given: the oracle proposes one), native and engine spellings."""
+    return [
+        click.option("--nodes", type=_POS, default=1, show_default=True, help="Number of nodes."),
+        click.option("--tp", type=_POS, default=1, help=f"Tensor-parallel size (attention) {_LAYOUT_DEFAULT}."),
+        click.option("--dp", type=_POS, default=1, help=f"Data-parallel size (attention) {_LAYOUT_DEFAULT}."),
+        click.option("--ep", type=_POS, default=1, help=f"Expert-parallel group size (1 = no EP) {_LAYOUT_DEFAULT}."),
+        click.option("--pp", type=_POS, default=1, help=f"Pipeline-parallel size {_LAYOUT_DEFAULT}."),
+        *ENGINE_SPELLINGS,
+    ]
+
+
+def _runtime_options() -> list[Callable[..., Any]]:
+    """What the engine runs with besides the layout: step budget, all2all, EPLB, speculative decoding, env."""
+    return [
         click.option(
             "--max-num-batched-tokens",
             type=_POS,
@@ -55,10 +89,11 @@ def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help=f"Environment the engine will see (default: this shell's {', '.join(RELEVANT_ENV[:2])}, ...).",
         ),
     ]
-    opts += ENGINE_SPELLINGS
-    for opt in reversed(opts):
-        f = opt(f)
-    return f
+
+
+def deployment_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``--device``, the machine, the layout (and the engines' spellings of it) and the runtime flags."""
+    return _apply(f, [*_device_option(), *_machine_options(), *_layout_options(), *_runtime_options()])
 
 
 #: The engines' own spellings of the layout flags, so a deployment can be pasted from a serve command.
@@ -144,20 +179,29 @@ def resolve_engine_spellings(kw: dict[str, Any]) -> None:
 
 
 def flags_from(kw: dict[str, Any]) -> DeploymentFlags:
+    """The :class:`DeploymentFlags` of the parsed options (pops them; engine spellings folded in). A flag the
+    command does not take keeps its default (the matrix has no ``--device``: its axis sets it per cell)."""
     resolve_engine_spellings(kw)
-    return DeploymentFlags(
-        device=kw.pop("device"),
-        gpus_per_node=kw.pop("gpus_per_node"),
-        nodes=kw.pop("nodes"),
-        domain_size=kw.pop("domain_size"),
-        tp=kw.pop("tp"),
-        dp=kw.pop("dp"),
-        ep=kw.pop("ep"),
-        pp=kw.pop("pp"),
-        max_num_batched_tokens=kw.pop("max_num_batched_tokens"),
-        all2all_backend=kw.pop("all2all_backend"),
-        eplb=kw.pop("eplb"),
-        speculative=kw.pop("speculative"),
+    values = {f.name: kw.pop(f.name) for f in fields(DeploymentFlags) if f.name in kw}
+    return DeploymentFlags(**{"device": "", **values})
+
+
+def options_from(kw: dict[str, Any]) -> Any:
+    """The :class:`~moe_oracle.decide.asked.QuestionOptions` of the parsed options (pops them): environment,
+    override (where the command takes one), advisories, workload, conversions, decode batch, memory share."""
+    from moe_oracle.decide.asked import QuestionOptions
+
+    env = env_from(kw.pop("env_items"))
+    conversion = conversion_from(kw)
+    return QuestionOptions(
+        env=env,
+        override=kw.pop("moe_backend", None),
+        allow_fallback=kw.pop("allow_fallback", False),
+        advisories_file=kw.pop("advisories"),
+        conversion=conversion,
+        workload=kw.pop("workload"),
+        decode_tokens=decode_tokens_from(kw),
+        memory_fraction=kw.pop("memory_fraction"),
     )
 
 
@@ -296,16 +340,20 @@ def layout_given() -> bool:
     return any(_given(name) for name in LAYOUT_PARAMS)
 
 
-def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """The options every deciding command (select, plan, serve, compare) takes, with the same defaults."""
-    opts = [
+def _software_option() -> list[Callable[..., Any]]:
+    return [
         click.option(
             "--software",
             default=None,
             help="Software profile [default: installed for --device local; the engine release "
-            "(vllm-0.33.0+moe-oracle, "
-            "sglang-0.5.23) for --engine vllm/sglang; all (every known kernel build) otherwise].",
-        ),
+            f"({', '.join(ENGINE_RELEASE_PROFILE.values())}) for --engine vllm/sglang; all (every known kernel "
+            "build) otherwise].",
+        )
+    ]
+
+
+def _override_options() -> list[Callable[..., Any]]:
+    return [
         click.option(
             "--moe-backend",
             "moe_backend",
@@ -313,6 +361,13 @@ def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
             help="Explicit backend NAME[:VARIANT]; refused (exit 3) if it cannot run.",
         ),
         click.option("--allow-fallback", is_flag=True, help="Let a refused --moe-backend fall back, with a warning."),
+    ]
+
+
+def _weighing_options() -> list[Callable[..., Any]]:
+    """What the decision weighs besides model, deployment and software: advisories, workload, conversions,
+    the decode batch and the engine's memory share."""
+    return [
         click.option(
             "--advisories", type=click.Path(dir_okay=False), default=None, help="Extra known-bad advisory file."
         ),
@@ -345,14 +400,36 @@ def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
             "--memory-fraction",
             type=click.FloatRange(min=0.05, max=1.0),
             default=None,
-            help="The engine's memory share of a GPU for the fit (vLLM --gpu-memory-utilization [0.9], SGLang "
-            "--mem-fraction-static [its own default]).",
+            help="The engine's memory share of a GPU for the fit (vLLM --gpu-memory-utilization, SGLang "
+            "--mem-fraction-static) [the engine's default as the fit assumes it; the fit prints the share it used].",
         ),
+    ]
+
+
+def question_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every deciding command (select, plan, serve, compare) takes, with the same defaults."""
+    opts = [
+        *_software_option(),
+        *_override_options(),
+        *_weighing_options(),
         click.option("--all-reasons", is_flag=True, help="List every reason of every candidate."),
     ]
-    for opt in reversed(opts):
-        f = opt(f)
-    return low_precision_option(f)
+    return low_precision_option(_apply(f, opts))
+
+
+def matrix_question_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """``select``'s options for what the matrix's axes (--models, --devices, --topologies, --engine,
+    --software) leave open: the same names, defaults and validation, so a cell is ``select``'s answer to
+    that cell's question. Left out: the layout (a topology sets it), ``--moe-backend`` (the matrix judges
+    every variant) and ``--all-reasons`` (json and html carry every reason)."""
+    return low_precision_option(_apply(f, [*_machine_options(), *_runtime_options(), *_weighing_options()]))
+
+
+#: Options of ``select`` that the matrix replaces by its axes or leaves out (see :func:`matrix_question_options`).
+NOT_MATRIX_OPTIONS = frozenset(
+    {"device", "nodes", "tp", "dp", "ep", "pp", "software", "moe_backend", "allow_fallback", "all_reasons"}
+    | {"alias_tp", "alias_dp", "alias_pp", "alias_enable_ep", "sgl_tp", "sgl_dp", "sgl_ep"}
+)
 
 
 def conversion_from(kw: dict[str, Any]) -> Any:
@@ -373,5 +450,40 @@ def conversion_from(kw: dict[str, Any]) -> Any:
 
 
 def decode_tokens_from(kw: dict[str, Any]) -> int:
+    """``--decode-tokens``, else ``--max-num-seqs``, else :data:`DEFAULT_DECODE_TOKENS` (pops both)."""
+    from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS
+
     max_num_seqs = kw.pop("max_num_seqs")
-    return kw.pop("decode_tokens") or max_num_seqs or 32
+    return kw.pop("decode_tokens") or max_num_seqs or DEFAULT_DECODE_TOKENS
+
+
+def asked_from(model: str | None, kw: dict[str, Any], command: str, engine: Any) -> Any:
+    """The :class:`~moe_oracle.decide.asked.AskedQuestion` of a deciding command's options (pops them): the one
+    reading of MODEL or the manual flags, the deployment, software, override, workload, conversion and memory
+    flags for ``select``, ``plan``, ``serve`` and ``compare``. With no layout flag, the layout the oracle proposes
+    for the GPUs given (:func:`moe_oracle.decide.layout.propose_layout`), with its reason."""
+    from moe_oracle.decide.asked import AskedQuestion
+    from moe_oracle.inputs import check_engine_software
+
+    if kw.get("device") is None:
+        raise BadInputError(f"{command} needs --device", fix="e.g. --device b200, --device mi355x or --device local")
+    software = kw.pop("software")
+    check_engine_software(engine.value, software)
+    options = options_from(kw)
+    proposed = not layout_given()
+    flags = flags_from(kw)
+    description = description_from(model, kw, command)
+    layout_why = None
+    if proposed:
+        from moe_oracle.decide.layout import propose_layout
+
+        proposal = propose_layout(description, flags, engine, memory_fraction=options.memory_fraction)
+        flags, layout_why = proposal.flags, proposal.why
+    return AskedQuestion(
+        model=description,
+        flags=flags,
+        engine=engine,
+        software=software,
+        options=options,
+        layout_why=layout_why,
+    )

@@ -173,26 +173,41 @@ def load_advisories(extra: str | Path | None = None) -> AdvisorySet:
     return AdvisorySet(found)
 
 
-def nearby_advisories(advisories: Sequence[Advisory], spec: VariantSpec, arch: str) -> list[str]:
-    """One line for each advisory about ``spec`` on ``arch`` that does not reject it here (another library or engine
-    version, EP size or model): an operator who changes the software should know it exists."""
-    out = []
-    for adv in advisories_for(advisories, spec.backend):
-        if (adv.variant and adv.variant != spec.variant) or (adv.archs and arch not in adv.archs):
-            continue
-        when = ", ".join(
-            part
-            for part in (
-                f"{adv.library} {adv.library_versions}" if adv.library and adv.library_versions else adv.library or "",
-                f"{adv.engine} {adv.engine_versions or ''}".strip() if adv.engine else "",
-                f"EP >= {adv.min_ep}" if adv.min_ep else "",
-                f"EP <= {adv.max_ep}" if adv.max_ep else "",
-            )
-            if part
+def nearby(advisories: Sequence[Advisory], spec: VariantSpec, arch: str, engine: str | None = None) -> list[Advisory]:
+    """The advisories about ``spec`` on ``arch`` (and about ``engine``, or no engine, when one is named) that do
+    not reject it here (another library or engine version, EP size or model): an operator who changes the
+    software should know they exist. One that applied would have rejected ``spec`` (KNOWN_BAD)."""
+    return [
+        adv
+        for adv in advisories_for(advisories, spec.backend)
+        if adv.backend == spec.backend
+        and (not adv.variant or adv.variant == spec.variant)
+        and (not adv.archs or arch in adv.archs)
+        and (engine in (None, "none") or not adv.engine or adv.engine == engine)
+    ]
+
+
+def nearby_note(adv: Advisory, spec: VariantSpec) -> str:
+    """One line saying that ``adv`` concerns ``spec`` under which software, and that it does not apply here."""
+    when = ", ".join(
+        part
+        for part in (
+            f"{adv.library} {adv.library_versions}" if adv.library and adv.library_versions else adv.library or "",
+            f"{adv.engine} {adv.engine_versions or ''}".strip() if adv.engine else "",
+            f"EP >= {adv.min_ep}" if adv.min_ep else "",
+            f"EP <= {adv.max_ep}" if adv.max_ep else "",
         )
-        out.append(
-            f"advisory {adv.id} ({adv.title}; {adv.link}) concerns {spec.key}"
-            + (f" with {when}" if when else "")
-            + "; it does not apply to this deployment's software, re-check with the software you install"
-        )
-    return out
+        if part
+    )
+    return (
+        f"advisory {adv.id} ({adv.title}; {adv.link}) concerns {spec.key}"
+        + (f" with {when}" if when else "")
+        + "; it does not apply to this deployment's software, re-check with the software you install"
+    )
+
+
+def nearby_advisories(
+    advisories: Sequence[Advisory], spec: VariantSpec, arch: str, engine: str | None = None
+) -> list[str]:
+    """:func:`nearby_note` of each of :func:`nearby`."""
+    return [nearby_note(adv, spec) for adv in nearby(advisories, spec, arch, engine)]

@@ -80,6 +80,11 @@ def fingerprint(inputs: dict[str, Any], oracle_version: str = __version__) -> st
     return f"sha256:{digest[:32]}"
 
 
+def decision_fingerprint(decision: Decision, advisories: tuple[Advisory, ...] = ()) -> str:
+    """The fingerprint of ``decision``'s record (:func:`decision_to_json`), without building the record."""
+    return fingerprint(_inputs(decision, advisories))
+
+
 def decision_to_json(
     decision: Decision, advisories: tuple[Advisory, ...] = (), software_origin: str = ""
 ) -> dict[str, Any]:
@@ -108,6 +113,7 @@ def decision_to_json(
         },
         "workload": inputs["workload"],
         "warnings": list(decision.warnings),
+        "advisory_notes": list(decision.advisory_notes()),
         "fingerprint": fingerprint(inputs),
         "inputs": inputs,
     }

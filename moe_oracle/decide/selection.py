@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.decide.accuracy_class import accuracy_class, needs_low_precision_opt_in
-from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.advisories import Advisory, nearby, nearby_note
 from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.decide.question import ConversionOptions, Question
@@ -77,6 +77,19 @@ class GroupDecision:
     nonfused: NonFusedEstimate | None = None
     conversions: tuple[Candidate, ...] = ()
 
+    @property
+    def others(self) -> tuple[Candidate, ...]:
+        """Every candidate but the chosen one, as stored and after a conversion; the chosen variant is not listed
+        again as stored when it is served after a conversion (its stored form's failure is what the conversion
+        answers), so the chosen never appears among the rejected."""
+        spec = self.chosen.spec if self.chosen is not None else None
+        return tuple(c for c in (*self.candidates, *self.conversions) if c is not self.chosen and c.spec is not spec)
+
+    @property
+    def rejected(self) -> tuple[Candidate, ...]:
+        """The candidates that cannot run (:attr:`others` that are not eligible): what every output lists."""
+        return tuple(c for c in self.others if not c.eligible)
+
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.group.name,
@@ -89,6 +102,7 @@ class GroupDecision:
             "notes": list(self.notes),
             "candidates": [c.to_json() for c in self.candidates],
             "conversion_candidates": [c.to_json() for c in self.conversions],
+            "rejected": [c.label for c in self.rejected],
         }
 
 
@@ -137,6 +151,23 @@ class Decision:
     @property
     def conversion(self) -> ConversionOptions:
         return self.question.conversion
+
+    def nearby_advisories(self) -> tuple[tuple[Advisory, VariantSpec], ...]:
+        """Each known-bad advisory about a chosen variant that does not reject it here (another library or engine
+        version, EP size or model), with that variant: every output that recommends a variant shows them, so an
+        operator who changes the software knows. (An advisory that applies rejects its candidate: KNOWN_BAD.)"""
+        arch, engine = self.deployment.device.arch.value, self.engine.value
+        found = {
+            (adv.id, g.chosen.spec.key): (adv, g.chosen.spec)
+            for g in self.groups
+            if g.chosen is not None
+            for adv in nearby(self.question.advisories, g.chosen.spec, arch, engine)
+        }
+        return tuple(found.values())
+
+    def advisory_notes(self) -> tuple[str, ...]:
+        """One line for each of :meth:`nearby_advisories`."""
+        return tuple(nearby_note(adv, spec) for adv, spec in self.nearby_advisories())
 
 
 def _rank(cands: list[Candidate]) -> list[Candidate]:

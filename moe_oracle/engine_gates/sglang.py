@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
 from moe_oracle.engine_gates.model_classes import sglang_plugin_serves, sglang_plugin_why_not, why_no_mega
+from moe_oracle.engine_gates.sources import SGLANG_SRC
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
@@ -22,7 +23,10 @@ from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineConversion, EngineProfile, EngineSupport
 
 VERSION = "0.5.23"
-_SRC = "sglang 0.5.23 wheel: srt/layers/moe/mega_moe.py, srt/layers/quantization/fp8.py, srt/arg_groups"
+_SRC = (
+    f"{SGLANG_SRC}/srt/layers/moe/mega_moe.py, {SGLANG_SRC}/srt/layers/quantization/fp8.py, "
+    f"{SGLANG_SRC.replace('/blob/', '/tree/')}/srt/arg_groups"
+)
 
 _EP_SPANS_TP = c.scenario_predicate(
     ReasonCode.EP_SIZE_UNSUPPORTED,
@@ -33,7 +37,7 @@ _EP_SPANS_TP = c.scenario_predicate(
         f"{sc.deployment.parallel.moe_group_size}"
     ),
     remediation="Use --ep equal to tp*dp (SGLang --tp N --ep-size N).",
-    sources=("sglang 0.5.23 srt/arg_groups/overrides.py:1578-1618 (_A2A_EP_SPANNING_BACKENDS, _a2a_ep_size)",),
+    sources=(f"{SGLANG_SRC}/srt/arg_groups/overrides.py#L1578-L1618 (_A2A_EP_SPANNING_BACKENDS, _a2a_ep_size)",),
 )
 
 
@@ -42,9 +46,10 @@ def _rocm(sc: Scenario) -> bool:
 
 
 _CLASS_SOURCES = (
-    "sglang 0.5.23 srt/arg_groups/mega_moe_hook.py:27-48 (no architecture allow-list)",
-    "srt/layers/moe/fused_moe_triton/layer.py:175-193 (megamoe without a mega forward: StandardDispatcher)",
-    "srt/layers/moe/mega_moe_sm90.py:137-138 (SM90 weights interleaved for mega in place)",
+    f"{SGLANG_SRC}/srt/arg_groups/mega_moe_hook.py#L27-L48 (no architecture allow-list)",
+    f"{SGLANG_SRC}/srt/layers/moe/fused_moe_triton/layer.py#L175-L193 (megamoe without a mega forward: "
+    "StandardDispatcher)",
+    f"{SGLANG_SRC}/srt/layers/moe/mega_moe_sm90.py#L137-L138 (SM90 weights interleaved for mega in place)",
     "moe_oracle/engine_gates/model_classes.py SGLANG (per class: file:line of the call or of the block)",
 )
 
@@ -113,7 +118,7 @@ FLASHINFER_MEGAMOE_ARCHS = (
     "KimiK3ForConditionalGeneration",
     "KimiK3LinearForCausalLM",
 )
-_FI_HOOK = "sglang 0.5.23 srt/arg_groups/moe_hook.py"
+_FI_HOOK = f"{SGLANG_SRC}/srt/arg_groups/moe_hook.py"
 
 _FLASHINFER = EngineSupport(
     engine="sglang",
@@ -133,7 +138,7 @@ _FLASHINFER = EngineSupport(
                 f"{sc.architecture or sc.model_type}: 'FlashInfer MegaMOE is not validated for model architectures'"
             ),
             remediation="Leave --moe-a2a-backend unset (SGLang's default MoE serves this model).",
-            sources=(f"{_FI_HOOK}:237-262 (validate_flashinfer_megamoe_model)",),
+            sources=(f"{_FI_HOOK}#L237-L262 (validate_flashinfer_megamoe_model)",),
         ),
         c.scenario_predicate(
             ReasonCode.TP_UNSUPPORTED,
@@ -144,11 +149,18 @@ _FLASHINFER = EngineSupport(
                 "is only supported with --attn-dp-size equal to --tp-size' (attention DP enabled)"
             ),
             remediation="Use --tp 1 --dp N with N > 1 (SGLang --tp-size N --attn-dp-size N --ep-size N).",
-            sources=(f"{_FI_HOOK}:325-327", "srt/runtime_context.py:191-199 (attn_dp_enabled_of: attn_dp_size > 1)"),
+            sources=(
+                f"{_FI_HOOK}#L325-L327",
+                f"{SGLANG_SRC}/srt/runtime_context.py#L191-L199 (attn_dp_enabled_of: attn_dp_size > 1)",
+            ),
         ),
         _EP_SPANS_TP,
     ),
-    sources=(_SRC, f"{_FI_HOOK}:237-360 (handle_a2a_moe: flashinfer_megamoe)", "srt/layers/moe/flashinfer_megamoe.py"),
+    sources=(
+        _SRC,
+        f"{_FI_HOOK}#L237-L360 (handle_a2a_moe: flashinfer_megamoe)",
+        f"{SGLANG_SRC}/srt/layers/moe/flashinfer_megamoe.py",
+    ),
 )
 
 #: Architectures whose FP8 checkpoints SGLang 0.5.23 marks as carrying MXFP4 routed experts
@@ -175,7 +187,10 @@ DSV4_FP4_DEQUANT = EngineConversion(
                 f"= 'mxfp4'); {sc.architecture} is not among the architectures moe-oracle knows it marks"
             ),
             remediation="Serve an FP8 block-128 checkpoint, or use --engine none with moe-oracle's conversion.",
-            sources=("sglang 0.5.23 srt/configs/model_config.py:726-761", "srt/model_loader/loader.py:228"),
+            sources=(
+                f"{SGLANG_SRC}/srt/configs/model_config.py#L726-L761",
+                f"{SGLANG_SRC}/srt/model_loader/loader.py#L228",
+            ),
         ),
     ),
     checked_at_load=False,
@@ -183,10 +198,10 @@ DSV4_FP4_DEQUANT = EngineConversion(
     "MXFP4 group exponents span more than 14 binades loses its smallest values silently; not checked for this "
     "checkpoint",
     sources=(
-        "sglang 0.5.23 srt/environ.py:1733 SGLANG_DSV4_FP4_DEQUANT",
-        "srt/layers/quantization/fp8.py:216-256 cast_e2m1fn_to_e4m3fn ('losslessly')",
-        "srt/layers/quantization/fp8.py:2196-2214 (dequant at load), 2265-2273 (SM90 megamoe weights)",
-        "srt/layers/quantization/fp8.py:425-429 (needs --moe-runner-backend auto)",
+        f"{SGLANG_SRC}/srt/environ.py#L1733 SGLANG_DSV4_FP4_DEQUANT",
+        f"{SGLANG_SRC}/srt/layers/quantization/fp8.py#L216-L256 cast_e2m1fn_to_e4m3fn ('losslessly')",
+        f"{SGLANG_SRC}/srt/layers/quantization/fp8.py#L2196-L2214 (dequant at load), 2265-2273 (SM90 megamoe weights)",
+        f"{SGLANG_SRC}/srt/layers/quantization/fp8.py#L425-L429 (needs --moe-runner-backend auto)",
     ),
 )
 
@@ -209,24 +224,27 @@ NVFP4_ONLINE = EngineConversion(
                 "NVFP4 experts reach megamoe only on SM100"
             ),
             remediation="Serve the FP8 checkpoint as stored (sm90_fp8xfp8 on H200).",
-            sources=("srt/layers/quantization/modelopt_quant.py:2377-2386",),
+            sources=(f"{SGLANG_SRC}/srt/layers/quantization/modelopt_quant.py#L2377-L2386",),
         ),
     ),
     unverified="SGLang's megamoe weight build on online-quantized NVFP4 experts (modelopt_quant.py:2630-2633 fills "
     "the activation scale with 1.0) has not run on a GPU here; check the first outputs against the FP8 model",
     sources=(
-        "sglang 0.5.23 srt/configs/model_config.py:2044-2046 (--quantization modelopt_fp4 kept for FP8 checkpoints "
+        f"{SGLANG_SRC}/srt/configs/model_config.py#L2044-L2046 (--quantization modelopt_fp4 kept for FP8 checkpoints "
         "'so eligible MoE experts are requantized online')",
-        "srt/layers/quantization/modelopt_quant.py:1594-1608 (quant_method fp8 -> make_modelopt_fp4_online_config_"
-        "from_fp8)",
-        "srt/layers/quantization/nvfp4_online.py",
+        f"{SGLANG_SRC}/srt/layers/quantization/modelopt_quant.py#L1594-L1608 (quant_method fp8 -> "
+        "make_modelopt_fp4_online_config_from_fp8)",
+        f"{SGLANG_SRC}/srt/layers/quantization/nvfp4_online.py",
     ),
 )
 
 #: the library entry a software profile lists when moe-oracle's plug-in runs inside the engine
 PLUGIN_LIBRARY = "moe_oracle"
 _PLUGIN = "moe-oracle's SGLang plug-in (engines/sglang/plugin.py: FusedMoE replaced through HookRegistry)"
-_HOOKS = "sglang 0.5.23 srt/plugins/__init__.py:104-141 (load_plugins), srt/plugins/hook_registry.py (REPLACE)"
+_HOOKS = (
+    f"{SGLANG_SRC}/srt/plugins/__init__.py#L104-L141 (load_plugins), "
+    f"{SGLANG_SRC}/srt/plugins/hook_registry.py (REPLACE)"
+)
 
 
 def _plugin_reads(sc: Scenario) -> bool:
@@ -310,7 +328,7 @@ _MOE_ORACLE = EngineSupport(
                 "quant method layout the plug-in reads"
             ),
             remediation="Pin this layer group to 'sglang' in MOE_ORACLE_SGLANG_BACKEND (SGLang's own MoE serves it).",
-            sources=(_PLUGIN, "sglang 0.5.23 srt/layers/quantization/fp8.py:1544-1760 (create_fp8_moe_weight_)"),
+            sources=(_PLUGIN, f"{SGLANG_SRC}/srt/layers/quantization/fp8.py#L1544-L1760 (create_fp8_moe_weight_)"),
         ),
     ),
     sources=(_HOOKS,),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from moe_oracle.engine_gates.sources import SGLANG_SRC, VLLM_SRC
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
@@ -39,13 +40,14 @@ SGLANG = SpeculativeLaunch(
         "--speculative-num-draft-tokens",
         "2",
     ),
-    "sglang 0.5.23 srt/managers/scheduler.py:1035-1064 (maybe_init_draft_worker: no draft worker, so no NextN/MTP "
-    "layers, unless --speculative-algorithm is set; NEXTN is an alias of EAGLE, arg_groups/speculative_hook.py:110)",
+    f"{SGLANG_SRC}/srt/managers/scheduler.py#L1035-L1064 (maybe_init_draft_worker: no draft worker, so no NextN/MTP "
+    "layers, unless --speculative-algorithm is set; NEXTN is an alias of EAGLE, "
+    f"{SGLANG_SRC}/srt/arg_groups/speculative_hook.py#L110)",
 )
 VLLM = SpeculativeLaunch(
     Engine.VLLM,
     ("--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'),
-    "vllm 0.33.0 v1/worker/gpu_model_runner.py:598-619 (the drafter, and with it the MTP model, exists only with "
+    f"{VLLM_SRC}/v1/worker/gpu_model_runner.py#L598-L619 (the drafter, and with it the MTP model, exists only with "
     "--speculative-config)",
 )
 LAUNCHES: dict[Engine, SpeculativeLaunch] = {Engine.SGLANG: SGLANG, Engine.VLLM: VLLM}

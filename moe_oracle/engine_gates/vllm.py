@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
 from moe_oracle.engine_gates.model_classes import calls_mega, plugin_serves, plugin_why_not, why_no_mega
+from moe_oracle.engine_gates.sources import VLLM_SRC
 from moe_oracle.model.types import Scoring, WeightFormat
 from moe_oracle.rules import ReasonCode, Scenario
 from moe_oracle.rules import checks as c
@@ -29,9 +30,12 @@ DSV4_ARCHITECTURES = (
 )
 MORI_BACKENDS = ("mori_high_throughput", "mori_low_latency")
 
+#: vLLM 0.33.0's DeepSeek V4 ROCm model file, whose load-time checks the AITER mega path's gates repeat.
+_AMD_MODEL = f"{VLLM_SRC}/models/deepseek_v4/amd/model.py"
+
 _DSV4 = (
-    "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4"
-    " (models/deepseek_v4/*), §6 (no GLM file reads kernel_config.moe_backend)"
+    "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4"
+    " (no GLM model file reads kernel_config.moe_backend)"
 )
 
 
@@ -82,8 +86,8 @@ def _fp4_experts(backend: str) -> object:
         ),
         remediation="Drop --moe-backend for this checkpoint; vLLM's FusedMoE oracle serves it.",
         sources=(
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/nvidia/model.py"
-            " native mega validations; §3.1 rule 6",
+            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/nvidia/model.py"
+            " (native mega validations: expert_dtype fp4)",
         ),
     )
 
@@ -109,9 +113,7 @@ _DEEP_GEMM = EngineSupport(
                 "vLLM's DSv4 mega path requires sqrtsoftplus with renormalization"
             ),
             remediation="Leave --moe-backend unset (vLLM's default auto path serves this model).",
-            sources=(
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/nvidia/model.py",
-            ),
+            sources=("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/nvidia/model.py",),
         ),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
@@ -123,13 +125,13 @@ _DEEP_GEMM = EngineSupport(
             ),
             remediation="Leave --all2all-backend unset.",
             sources=(
-                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/layers/fused_moe/config"
+                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/config.py"
                 " bind_passthrough_all2all_backend",
             ),
         ),
     ),
     sources=(
-        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4",
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4",
     ),
 )
 
@@ -148,17 +150,11 @@ _AITER = EngineSupport(
             "tp == 1",
             "AITER MegaMoE requires data parallel attention with expert parallel MoE and TP=1",
             "Use --data-parallel-size N --enable-expert-parallel with --tensor-parallel-size 1.",
-            (
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                " rule 3",
-            ),
+            (f"{_AMD_MODEL}#L563-L566 (tensor and pipeline parallel size 1)",),
         ),
         pp_one(
             "AITER MegaMoE requires PP=1",
-            (
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                " rule 3",
-            ),
+            (f"{_AMD_MODEL}#L563-L566 (tensor and pipeline parallel size 1)",),
         ),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
@@ -168,18 +164,12 @@ _AITER = EngineSupport(
                 f"--all2all-backend {sc.deployment.parallel.all2all_backend}: AITER MegaMoE runs on MoRI shmem"
             ),
             remediation="Use --all2all-backend mori_high_throughput.",
-            sources=(
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                " rule 4",
-            ),
+            sources=(f"{_AMD_MODEL}#L571-L577 (all2all backend MoRI)",),
         ),
         no_eplb(
             "no EPLB",
             "; AITER MegaMoE does not support it",
-            (
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                " rule 5",
-            ),
+            (f"{_AMD_MODEL}#L579-L580 (no EPLB)",),
         ),
         c.scenario_predicate(
             ReasonCode.ENGINE_UNSUPPORTED,
@@ -189,15 +179,10 @@ _AITER = EngineSupport(
             rule="VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1 (the plan sets them)",
             message=lambda sc: "VLLM_ROCM_USE_AITER or VLLM_ROCM_USE_AITER_MOE is set to 0",
             remediation="Set VLLM_ROCM_USE_AITER=1 and VLLM_ROCM_USE_AITER_MOE=1.",
-            sources=(
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/model.py"
-                " rule 1",
-            ),
+            sources=(f"{_AMD_MODEL}#L553-L557 (VLLM_ROCM_USE_AITER and VLLM_ROCM_USE_AITER_MOE)",),
         ),
     ),
-    sources=(
-        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
-    ),
+    sources=("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/mega_moe.py",),
 )
 
 
@@ -251,7 +236,7 @@ _MOE_ORACLE = EngineSupport(
             sources=(
                 _OOT,
                 "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models"
-                ", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/glm4_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models/deepseek_v4",
+                ", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/glm4_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4",
                 "moe_oracle/engine_gates/model_classes.py VLLM",
             ),
         ),

@@ -49,6 +49,9 @@ from moe_oracle.model.types import (
     WeightFormat,
 )
 
+#: The model name of a manual description that gives none (it names no checkpoint).
+MANUAL_MODEL_NAME = "manual"
+
 #: Usual (block, scale format, global scale) of each weight format.
 FORMAT_DEFAULTS: dict[WeightFormat, tuple[tuple[int, int] | None, ScaleFormat, bool]] = {
     WeightFormat.BF16: (None, ScaleFormat.NONE, False),
@@ -369,7 +372,7 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
         ctx.int(layers_total, "num_hidden_layers", 1, MAX_LAYERS)
     try:
         return ModelDescription(
-            model=_text(ctx, data, "model", "manual"),
+            model=_text(ctx, data, "model", MANUAL_MODEL_NAME),
             architecture=_text(ctx, data, "architecture", "manual"),
             model_type=_text(ctx, data, "model_type", ""),
             family=_text(ctx, data, "family", "manual"),
@@ -454,7 +457,7 @@ def manual_from_flags(
     swiglu_clamp: Any = None,
     expert_bias: Any = None,
     num_layers: Any = 1,
-    model: str = "manual",
+    model: str = MANUAL_MODEL_NAME,
 ) -> ModelDescription:
     """Build a one-group description from CLI flag values (ints, or their decimal strings).
 

@@ -18,26 +18,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.decide.fit import Fit, chosen_conversions
 from moe_oracle.decide.layout import settle_fit
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
-from moe_oracle.decide.selection import Decision, Override, decide
+from moe_oracle.decide.selection import Decision
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.inputs import (
     ENGINE_RELEASE_PROFILE,
     DeploymentFlags,
-    build_deployment,
     deployment_warnings,
-    parse_workload,
-    resolve_engine_software,
 )
 from moe_oracle.jsonfile import path_problem
+from moe_oracle.model.manual import MANUAL_MODEL_NAME
 from moe_oracle.model.types import ModelDescription, layer_span
 from moe_oracle.plan.derived import Derived, Shape
 from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
 from moe_oracle.rules import Engine, ReasonCode
-from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 
 #: The engine release each plan targets by default (a named software profile).
@@ -47,7 +45,11 @@ PLAN_ENGINES = (Engine.VLLM, Engine.SGLANG)
 
 @dataclass(frozen=True)
 class PlanRequest:
-    model: str
+    """A plan's question in the words of the command line (as :class:`AskedQuestion`, which it becomes), and
+    ``model``, MODEL as given: the checkpoint the engine loads. ``description``: the model already read (the
+    manual flags; a plan for it is refused, it names no checkpoint), else it is read from ``model``."""
+
+    model: str | None
     flags: DeploymentFlags
     engine: Engine
     software: str | None = None
@@ -57,12 +59,58 @@ class PlanRequest:
     advisories: str | None = None
     conversion: ConversionOptions = field(default_factory=ConversionOptions)
     workload: str = "mixed"
-    decode_tokens: int = 32
+    decode_tokens: int = DEFAULT_DECODE_TOKENS
     memory_fraction: float | None = None
     layout_why: str | None = None
     #: Engine memory settings already chosen (a re-plan at the per-rank budget they imply) and why.
     settings: EngineMemorySettings | None = None
     settings_why: str | None = None
+    description: ModelDescription | None = None
+
+    @classmethod
+    def of(cls, model: str | None, asked: AskedQuestion) -> PlanRequest:
+        """The plan of ``asked`` (the question ``select`` answers for the same flags), serving ``model``."""
+        opts = asked.options
+        return cls(
+            model=model,
+            flags=asked.flags,
+            engine=asked.engine,
+            software=asked.software,
+            override=opts.override,
+            allow_fallback=opts.allow_fallback,
+            env=dict(opts.env),
+            advisories=opts.advisories_file,
+            conversion=opts.conversion,
+            workload=opts.workload,
+            decode_tokens=opts.decode_tokens,
+            memory_fraction=opts.memory_fraction,
+            layout_why=asked.layout_why,
+            description=asked.model,
+        )
+
+    def asked(self) -> AskedQuestion:
+        """The question this plan answers, exactly as ``select`` would be asked it."""
+        from moe_oracle.model.resolve import resolve_model
+
+        if self.description is None and self.model is None:
+            raise BadInputError("plan needs MODEL", fix="e.g. moe-oracle plan deepseek-ai/DeepSeek-V4-Flash ...")
+        return AskedQuestion(
+            model=self.description or resolve_model(str(self.model)),
+            flags=self.flags,
+            engine=self.engine,
+            software=self.software,
+            options=QuestionOptions(
+                env=dict(self.env),
+                override=self.override,
+                allow_fallback=self.allow_fallback,
+                advisories_file=self.advisories,
+                conversion=self.conversion,
+                workload=self.workload,
+                decode_tokens=self.decode_tokens,
+                memory_fraction=self.memory_fraction,
+            ),
+            layout_why=self.layout_why,
+        )
 
 
 @dataclass
@@ -129,9 +177,11 @@ def engine_module(engine: Engine) -> Any:
     return importlib.import_module(f"moe_oracle.engines.{engine.value}.plan")
 
 
-def resolve_plan_software(name: str | None, device: str, engine: Engine) -> tuple[SoftwareProfile, str]:
-    """Plans default to the engine's release profile (local devices: what is installed), as every command does."""
-    return resolve_engine_software(name, device, engine.value)
+def check_engine_layout(engine: Engine, deployment: Deployment) -> None:
+    """The engine's own layout rules (vLLM: EP is every TP x DP rank or none), for every command alike: a layout
+    the engine cannot launch is exit 2 for ``select --engine vllm`` as for ``plan``. No rules for ``none``."""
+    if engine in PLAN_ENGINES:
+        engine_module(engine).check_layout(deployment)
 
 
 def _with_user_env(cmd: Command, user_env: dict[str, str]) -> Command:
@@ -143,7 +193,21 @@ def _with_user_env(cmd: Command, user_env: dict[str, str]) -> Command:
     return dataclasses.replace(cmd, env=tuple({**user_env, **cmd.env_dict}.items()))
 
 
-def _model_arg(source: str, description: ModelDescription) -> str:
+def _model_arg(source: str | None, description: ModelDescription) -> str:
+    """The model as the engine's command names it (:func:`_served_name`); a manual description names no checkpoint
+    unless its JSON file gives the model's id (exit 2 otherwise)."""
+    if source is None or description.model == MANUAL_MODEL_NAME:
+        raise BadInputError(
+            'a manual model description (the manual flags, or a JSON file without a "model" id) names no '
+            "checkpoint for the engine to load, so it has no serve command",
+            fix="give MODEL as the checkpoint (a Hugging Face id or a local directory with config.json), or put "
+            'its id in the manual JSON\'s "model" field; select and the matrix decide for a manual description',
+        )
+    return _served_name(source, description)
+
+
+def _served_name(source: str, description: ModelDescription) -> str:
+    """MODEL as given (a config.json: its directory; a manual JSON file: the model id it gives)."""
     path = Path(source)
     if path.suffix.lower() == ".json" and path_problem(path) is None and path.is_file():
         return str(path.parent) if path.name == "config.json" else description.model
@@ -206,6 +270,40 @@ def global_choice(decision: Decision) -> tuple[str | None, str | None, str | Non
     return first.spec.backend, first.spec.variant if len(variants) == 1 else ",".join(sorted(variants)), None
 
 
+@dataclass(frozen=True)
+class ReplicaChoice:
+    """Where the expert-parallel group crosses an NVLink/XGMI domain: the domain-sized replica layout and its
+    decision, and whether it is adopted (it runs a fused backend the requested layout cannot). ``deployment``
+    None: no replica layout splits the ranks (``why_not`` says why); ``decision`` None: an override refused it."""
+
+    deployment: Deployment | None
+    count: int
+    decision: Decision | None
+    adopted: bool
+    why_not: str = ""
+
+
+def replica_choice(resolved: ResolvedQuestion, decision: Decision | None) -> ReplicaChoice | None:
+    """The replica step of ``resolved`` (None when its EP stays inside one domain): ``plan`` serves the adopted
+    replicas, and ``select`` names them next to its answer for the layout as given."""
+    deployment = resolved.deployment
+    if deployment.parallel.ep <= deployment.topology.effective_domain:
+        return None
+    rep = replica_deployment(deployment)
+    if isinstance(rep, str):
+        return ReplicaChoice(None, 0, None, False, f"no domain-sized replica layout: {rep}")
+    rep_dep, count = rep
+    try:
+        rep_decision = resolved.decide(rep_dep)
+    except OverrideRefusedError:
+        return ReplicaChoice(rep_dep, count, None, False, "the override cannot run on a replica either")
+    rep_backend, _, rep_why = global_choice(rep_decision)
+    current = global_choice(decision)[0] if decision is not None else None
+    adopted = rep_backend is not None and current is None
+    why_not = "" if adopted else rep_why or "the requested layout already runs a fused backend"
+    return ReplicaChoice(rep_dep, count, rep_decision, adopted, why_not)
+
+
 def _first_reasons(candidates: Any) -> str:
     """The most relevant rejection: the candidates not rejected for architecture alone."""
     same_arch = [c for c in candidates if c.failures and c.failures[0].code is not ReasonCode.ARCH_UNSUPPORTED]
@@ -218,20 +316,15 @@ def _first_reasons(candidates: Any) -> str:
 
 
 def _rejected(decision: Decision) -> list[dict[str, Any]]:
-    main = decision.main
-    chosen_spec = main.chosen.spec if main.chosen is not None else None
-    out = []
-    for c in (*main.candidates, *main.conversions):
-        if c.eligible or c is main.chosen or c.spec is chosen_spec:
-            continue
-        out.append(
-            {
-                "candidate": c.label,
-                "codes": [r.code.value for r in c.failures],
-                "reasons": [{"code": r.code.value, "message": r.message, "fix": r.remediation} for r in c.failures],
-            }
-        )
-    return out
+    """The main layer group's rejected candidates (:attr:`GroupDecision.rejected`, as select lists them)."""
+    return [
+        {
+            "candidate": c.label,
+            "codes": [r.code.value for r in c.failures],
+            "reasons": [{"code": r.code.value, "message": r.message, "fix": r.remediation} for r in c.failures],
+        }
+        for c in decision.main.rejected
+    ]
 
 
 def _groups(decision: Decision) -> list[dict[str, Any]]:
@@ -269,37 +362,21 @@ def _domain_reasons(decision: Decision) -> list[str]:
 
 
 def build_plan(req: PlanRequest) -> LaunchPlan:
-    from moe_oracle.decide.advisories import load_advisories
-    from moe_oracle.decide.record import decision_to_json
-    from moe_oracle.model.resolve import resolve_model
-
+    """The launch plan of ``req``: the decision ``select`` makes for the same question (one resolution, one
+    :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit."""
     eng = engine_module(req.engine)
-    description = resolve_model(req.model)
-    deployment, _ = build_deployment(req.flags, req.env)
-    software, sw_origin = resolve_plan_software(req.software, req.flags.device, req.engine)
+    resolved = req.asked().resolve()
+    description, deployment = resolved.asked.model, resolved.deployment
+    model_arg = _model_arg(req.model, description)
+    software, sw_origin = resolved.software, resolved.software_origin
+    override = resolved.override
     eng.check_layout(deployment)
-    advisories = load_advisories(req.advisories)
-    override = Override.parse(req.override) if req.override else None
-    workload = parse_workload(req.workload, deployment.parallel.tokens_per_rank, req.decode_tokens)
-
-    def run(dep: Deployment) -> Decision:
-        return decide(
-            description,
-            dep,
-            software,
-            engine=req.engine,
-            override=override,
-            allow_fallback=req.allow_fallback,
-            advisories=advisories,
-            workload=workload,
-            conversion=req.conversion,
-        )
 
     crossing = deployment.parallel.ep > deployment.topology.effective_domain
     refused: OverrideRefusedError | None = None
     decision: Decision | None = None
     try:
-        decision = run(deployment)
+        decision = resolved.decide()
     except OverrideRefusedError as exc:
         if not crossing:
             raise
@@ -307,59 +384,35 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
 
     replica_plan: ReplicaPlan | None = None
     active, active_dep, replicas = decision, deployment, 1
-    if crossing:
-        rep = replica_deployment(deployment)
+    choice = replica_choice(resolved, decision)
+    if choice is not None:
         requested_layout = Layout.of(deployment)
         refused_reasons = _domain_reasons(decision) if decision is not None else [refused.message] if refused else []
-        refused_fp = decision_to_json(decision, advisories, sw_origin)["fingerprint"] if decision else ""
-        if isinstance(rep, str):
-            if refused is not None:
-                raise refused
-            replica_plan = None
-            why = rep
-        else:
-            rep_dep, count = rep
-            why = ""
-            try:
-                rep_decision = run(rep_dep)
-            except OverrideRefusedError:
-                if refused is not None:
-                    raise refused from None
-                rep_decision = None
-            if rep_decision is not None:
-                rep_backend, _, rep_why = global_choice(rep_decision)
-                cur_backend = global_choice(decision)[0] if decision is not None else None
-                adopt = rep_backend is not None and cur_backend is None
-                replica_plan = ReplicaPlan(
-                    count=count,
-                    layout=Layout.of(rep_dep),
-                    requested=requested_layout,
-                    router_hint=eng.router_hint(count, Layout.of(rep_dep)),
-                    refused_reasons=refused_reasons,
-                    refused_fingerprint=refused_fp,
-                    adopted=adopt,
-                    why_not=[] if adopt else [rep_why or "the requested layout already runs a fused backend"],
-                )
-                if adopt:
-                    active, active_dep, replicas = rep_decision, rep_dep, count
-            if refused is not None and replicas == 1:
-                raise refused
-        if replica_plan is None and why:
+        refused_fp = resolved.fingerprint(decision) if decision else ""
+        if choice.decision is None and refused is not None:
+            raise refused
+        if choice.deployment is None or choice.decision is not None:
+            layout = Layout.of(choice.deployment) if choice.deployment is not None else requested_layout
             replica_plan = ReplicaPlan(
-                count=0,
-                layout=requested_layout,
+                count=choice.count,
+                layout=layout,
                 requested=requested_layout,
-                router_hint="",
+                router_hint=eng.router_hint(choice.count, layout) if choice.deployment is not None else "",
                 refused_reasons=refused_reasons,
                 refused_fingerprint=refused_fp,
-                adopted=False,
-                why_not=[f"no domain-sized replica layout: {why}"],
+                adopted=choice.adopted,
+                why_not=[] if choice.adopted else [choice.why_not],
             )
+        if choice.adopted:
+            assert choice.decision is not None and choice.deployment is not None
+            active, active_dep, replicas = choice.decision, choice.deployment, choice.count
+        if refused is not None and replicas == 1:
+            raise refused
     assert active is not None
     backend, variant, why_not = global_choice(active)
-    doc = decision_to_json(active, advisories, sw_origin)
+    doc = resolved.record(active)
     ctx = PlanContext(
-        model_arg=_model_arg(req.model, description),
+        model_arg=model_arg,
         description=description,
         decision=active,
         deployment=active_dep,
@@ -385,10 +438,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     parts: EngineParts = eng.build(ctx)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
-    if active.main.chosen is not None:
-        from moe_oracle.decide.advisories import nearby_advisories
-
-        notes += nearby_advisories(advisories, active.main.chosen.spec, active_dep.device.arch.value)
+    notes += active.advisory_notes()
     return LaunchPlan(
         engine=req.engine.value,
         engine_version=parts.version,
@@ -478,7 +528,7 @@ def decision_fit(
     settings it returns imply another per-rank budget (:func:`settled_budget`), the caller decides again at it."""
     backend, variant, _ = global_choice(decision)
     ctx = PlanContext(
-        model_arg=_model_arg(model_arg, decision.model),
+        model_arg=_served_name(model_arg, decision.model),
         description=decision.model,
         decision=decision,
         deployment=decision.deployment,

@@ -33,13 +33,10 @@ def docs_registry() -> Registry:
 
 def docs_matrix() -> Matrix:
     """The default matrix over moe-oracle's own variants, with no shell environment."""
-    from moe_oracle.decide.advisories import load_advisories
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios
 
-    return build_matrix(
-        build_scenarios(env={}), registry=docs_registry(), advisories=load_advisories(), command=DOCS_COMMAND
-    )
+    return build_matrix(build_scenarios(env={}), registry=docs_registry(), command=DOCS_COMMAND)
 
 
 def engine_profiles() -> list[EngineProfile]:

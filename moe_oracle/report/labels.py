@@ -165,3 +165,8 @@ def validation_groups(variants: Sequence[VariantSpec]) -> list[tuple[str, list[s
         if keys:
             out.append((status.text, keys))
     return out
+
+
+def page_advisories(matrix: Matrix, rows: Sequence[int]) -> list[str]:
+    """The advisory notes about the starred choices of ``rows`` (each once), as select and plan print them."""
+    return list(dict.fromkeys(note for i in rows for note in matrix.scenarios[i].advisory_notes))

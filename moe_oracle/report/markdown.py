@@ -115,6 +115,10 @@ def render_markdown(matrix: Matrix) -> str:
         lines += md_table(header, body)
         if hidden_specs:
             lines += ["", f"Not shown (`ARCH_UNSUPPORTED` on {device.arch.value}): {L.hidden_summary(hidden_specs)}."]
+        notes = L.page_advisories(matrix, page.rows)
+        if notes:
+            lines += ["", "Advisories about a ★ choice on this page (see `advisories.md`):", ""]
+            lines += [f"- {note}" for note in notes]
     if matrix.broken:
         lines += ["", "## Backend entry points that failed to load", ""]
         lines += md_table(["entry point", "error"], [[ep, err] for ep, err in matrix.broken])

@@ -13,11 +13,10 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from moe_oracle.decide.advisories import Advisory
-from moe_oracle.decide.fit import Fit, chosen_conversions, measure_fit
-from moe_oracle.decide.selection import Candidate, Decision, decide
+from moe_oracle.decide.fit import Fit
+from moe_oracle.decide.selection import Candidate, Decision
 from moe_oracle.model.types import MoELayerGroup, layer_span
-from moe_oracle.plan.build import PLAN_ENGINES, settled_decision
+from moe_oracle.plan.build import settled_decision
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
@@ -73,6 +72,7 @@ class MatrixScenario:
     spec: ScenarioSpec
     decision: Decision
     memory: str = "FITS"
+    fingerprint: str = ""  # the fingerprint of `select --json` for this scenario's question
 
     @property
     def id(self) -> str:
@@ -93,6 +93,11 @@ class MatrixScenario:
     @property
     def fallback(self) -> str | None:
         return self.decision.main.fallback
+
+    @property
+    def advisory_notes(self) -> tuple[str, ...]:
+        """The advisories about the starred choice that do not reject it here (as select and plan print them)."""
+        return self.decision.advisory_notes() if self.chosen is not None else ()
 
     def fields(self) -> dict[str, Any]:
         """The scenario's fields as JSON values (repeated in every cell record)."""
@@ -119,6 +124,8 @@ class MatrixScenario:
             "scenario_choice": self.chosen,
             "fallback": self.fallback,
             "memory_fit": self.memory,
+            "advisory_notes": list(self.advisory_notes),
+            "fingerprint": self.fingerprint,
             "select_command": spec.select_command(),
         }
 
@@ -272,22 +279,17 @@ def _group_verdicts(decision: Decision, spec: VariantSpec, fits: bool = True) ->
     return tuple(out)
 
 
-def _decide_and_fit(spec: ScenarioSpec, advisories: Any, reg: Registry) -> tuple[Decision, Fit]:
-    """The scenario's decision and memory fit, as ``select`` gives them for its command (:func:`settled_decision`:
-    the plan's symmetric buffers counted, engine settings that fit adopted)."""
+def _decide_and_fit(spec: ScenarioSpec, reg: Registry) -> tuple[Decision, Fit]:
+    """The scenario's decision and memory fit exactly as ``select`` gives them for its question
+    (:func:`settled_decision`: the plan's symmetric buffers counted, engine settings that fit adopted, decided
+    again at the per-rank budget they imply)."""
+    question = spec.question
+    options = question.asked.options
 
     def decide_at(budget: int | None) -> Decision:
-        dep = spec.deployment
-        if budget is not None:
-            dep = dep.model_copy(
-                update={"parallel": dep.parallel.model_copy(update={"max_num_batched_tokens": budget})}
-            )
-        return decide(spec.model, dep, spec.software, engine=spec.engine, advisories=advisories, registry=reg)
+        return question.at_budget(budget).decide(registry=reg)
 
-    if spec.engine not in PLAN_ENGINES:
-        decision = decide_at(None)
-        return decision, measure_fit(spec.model, spec.deployment, spec.engine, conversions=chosen_conversions(decision))
-    decision, fit, _ = settled_decision(decide_at, spec.model.model, None, dict(spec.deployment.env))
+    decision, fit, _ = settled_decision(decide_at, spec.model_source, options.memory_fraction, options.env)
     return decision, fit
 
 
@@ -295,16 +297,16 @@ def build_matrix(
     scenarios: Sequence[ScenarioSpec],
     *,
     registry: Registry | None = None,
-    advisories: tuple[Advisory, ...] = (),
     command: str = "moe-oracle matrix",
 ) -> Matrix:
-    """Decide every scenario once and read every candidate's verdict."""
+    """Decide every scenario once, as ``select`` decides its question (same resolution, same :func:`decide`,
+    same fit), and read every candidate's verdict."""
     reg = registry or load_registry()
     rows: list[tuple[Cell, ...]] = []
     decided: list[MatrixScenario] = []
     for spec in scenarios:
-        decision, fit = _decide_and_fit(spec, advisories, reg)
-        msc = MatrixScenario(spec, decision, fit.verdict)
+        decision, fit = _decide_and_fit(spec, reg)
+        msc = MatrixScenario(spec, decision, fit.verdict, spec.question.fingerprint(decision))
         decided.append(msc)
         rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))
     return Matrix(reg.variants, tuple(decided), tuple(rows), command, reg.broken)

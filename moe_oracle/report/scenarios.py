@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, replace
 
+from moe_oracle.decide.advisories import load_advisories
+from moe_oracle.decide.asked import AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.errors import BadInputError, excerpt
-from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.inputs import DeploymentFlags
 from moe_oracle.model.types import ModelDescription, WeightFormat
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
@@ -33,16 +35,20 @@ class TopologySpec:
     ep: int
     summary: str
 
-    def nodes(self, device: DeviceSpec) -> int:
-        return -(-self.gpus // device.gpus_per_node)
+    def nodes(self, device: DeviceSpec, gpus_per_node: int | None = None) -> int:
+        return -(-self.gpus // (gpus_per_node or device.gpus_per_node))
 
-    def flags(self, device: DeviceSpec) -> DeploymentFlags:
-        return DeploymentFlags(device=device.name, nodes=self.nodes(device), tp=self.tp, dp=self.dp, ep=self.ep)
+    def flags(self, device: DeviceSpec, base: DeploymentFlags | None = None) -> DeploymentFlags:
+        """The deployment flags of this layout on ``device``; the rest (node size, domain, step budget, all2all,
+        EPLB, speculative decoding) from ``base``, the matrix's own flags."""
+        base = base or DeploymentFlags(device=device.name)
+        nodes = self.nodes(device, base.gpus_per_node)
+        return replace(base, device=device.name, nodes=nodes, tp=self.tp, dp=self.dp, ep=self.ep, pp=1)
 
-    def select_args(self, device: DeviceSpec) -> list[str]:
-        """The ``select`` deployment flags for this layout on ``device`` (defaults left out)."""
+    def select_args(self, device: DeviceSpec, gpus_per_node: int | None = None) -> list[str]:
+        """The ``select`` layout flags for this layout on ``device`` (defaults left out)."""
         args = ["--device", device.name]
-        nodes = self.nodes(device)
+        nodes = self.nodes(device, gpus_per_node)
         if nodes != 1:
             args += ["--nodes", str(nodes)]
         for flag, value in (("--tp", self.tp), ("--dp", self.dp), ("--ep", self.ep)):
@@ -79,41 +85,88 @@ TOPOLOGIES: dict[str, TopologySpec] = {
 #: Devices of the default matrix, in display order.
 DEFAULT_DEVICES: tuple[str, ...] = ("h100", "h200", "b200", "b300", "gb200", "mi300x", "mi325x", "mi355x")
 DEFAULT_ENGINES: tuple[str, ...] = ("none",)
-DEFAULT_SOFTWARE: tuple[str, ...] = ("all",)
 
 
 @dataclass(frozen=True)
 class ScenarioSpec:
-    """One column of the matrix: the inputs of one :func:`~moe_oracle.decide.selection.decide` call."""
+    """One column of the matrix: the question one ``moe-oracle select`` call answers (:attr:`question`), on a
+    topology of the matrix."""
 
     model_source: str
-    model: ModelDescription
-    device: DeviceSpec
     topology: TopologySpec
-    engine: Engine
-    software: SoftwareProfile
-    deployment: Deployment
-    env: dict[str, str] = field(default_factory=dict)
-    advisories_file: str | None = None
+    question: ResolvedQuestion
+
+    @property
+    def model(self) -> ModelDescription:
+        return self.question.asked.model
+
+    @property
+    def device(self) -> DeviceSpec:
+        return self.question.deployment.device
+
+    @property
+    def engine(self) -> Engine:
+        return self.question.asked.engine
+
+    @property
+    def software(self) -> SoftwareProfile:
+        return self.question.software
+
+    @property
+    def deployment(self) -> Deployment:
+        return self.question.deployment
+
+    @property
+    def env(self) -> dict[str, str]:
+        return self.question.asked.options.env
 
     @property
     def id(self) -> str:
         return "|".join((self.model.model, self.device.name, self.topology.name, self.engine.value, self.software.name))
 
     def select_args(self) -> list[str]:
-        """Arguments of the ``moe-oracle select`` call that decides this scenario."""
-        args = ["select", self.model_source, *self.topology.select_args(self.device)]
+        """Arguments of the ``moe-oracle select`` call that decides this scenario (defaults left out)."""
+        asked = self.question.asked
+        args = ["select", self.model_source, *self.topology.select_args(self.device, asked.flags.gpus_per_node)]
         if self.engine is not Engine.NONE:
             args += ["--engine", self.engine.value]
-        args += ["--software", self.software.name]
-        for key, value in sorted(self.env.items()):
-            args += ["--env", f"{key}={value}"]
-        if self.advisories_file:
-            args += ["--advisories", self.advisories_file]
-        return args
+        if asked.software is not None:
+            args += ["--software", asked.software]
+        return args + question_args(asked)
 
     def select_command(self) -> str:
         return "moe-oracle " + shlex.join(self.select_args())
+
+
+def question_args(asked: AskedQuestion) -> list[str]:
+    """The flags besides model, device, layout, engine and software that ask ``asked`` (defaults left out)."""
+    flags, opts = asked.flags, asked.options
+    default_flags, default_opts = DeploymentFlags(device=flags.device), QuestionOptions()
+    args: list[str] = []
+    for flag, value, default in (
+        ("--gpus-per-node", flags.gpus_per_node, default_flags.gpus_per_node),
+        ("--domain-size", flags.domain_size, default_flags.domain_size),
+        ("--max-num-batched-tokens", flags.max_num_batched_tokens, default_flags.max_num_batched_tokens),
+        ("--all2all-backend", flags.all2all_backend, default_flags.all2all_backend),
+        ("--speculative", flags.speculative, default_flags.speculative),
+        ("--workload", opts.workload, default_opts.workload),
+        ("--decode-tokens", opts.decode_tokens, default_opts.decode_tokens),
+        ("--memory-fraction", opts.memory_fraction, default_opts.memory_fraction),
+        ("--advisories", opts.advisories_file, default_opts.advisories_file),
+    ):
+        if value != default:
+            args += [flag, str(value)]
+    for flag, on in (
+        ("--eplb", flags.eplb),
+        ("--no-convert", not opts.conversion.enabled),
+        ("--allow-lossy-conversion", opts.conversion.allow_lossy),
+        ("--allow-low-precision-activations", opts.conversion.allow_low_precision_activations),
+    ):
+        if on:
+            args.append(flag)
+    for key, value in sorted(opts.env.items()):
+        args += ["--env", f"{key}={value}"]
+    return args
 
 
 def split_list(value: str | Sequence[str] | None, flag: str = "the list") -> list[str] | None:
@@ -161,11 +214,16 @@ def build_scenarios(
     formats: Sequence[str] | None = None,
     env: dict[str, str] | None = None,
     advisories_file: str | None = None,
+    base: DeploymentFlags | None = None,
+    options: QuestionOptions | None = None,
 ) -> list[ScenarioSpec]:
     """Every scenario of the cross product, ordered device, model, topology, engine, software.
 
     ``models`` are sources (preset ids, paths) or already resolved (source, description) pairs;
-    ``formats`` keeps models whose main layer group has one of these weight formats.
+    ``formats`` keeps models whose main layer group has one of these weight formats. ``software`` None is
+    ``select``'s default for each engine (its release profile for vllm/sglang, ``all`` for none). ``base``
+    and ``options``: the rest of the question (``select``'s flags, same defaults), the same in every scenario;
+    ``env`` and ``advisories_file`` replace theirs.
     """
     resolved = bool(models) and not isinstance(models[0], str)  # type: ignore[index]
     loaded = list(models) if resolved else load_models(models)  # type: ignore[arg-type]
@@ -190,18 +248,20 @@ def build_scenarios(
             raise BadInputError(f"--devices {name!r} is not a known device", fix=f"use one of: {', '.join(DEVICES)}.")
         device_specs.append(DEVICES[name.strip().lower()])
     device_specs = list({d.name: d for d in device_specs}.values())
-    profiles: dict[str, SoftwareProfile] = {}
-    for name in software or DEFAULT_SOFTWARE:
-        profiles[name] = resolve_software(name, "catalogue")[0]
-    env = dict(env or {})
+    opts = options or QuestionOptions()
+    if env is not None:
+        opts = replace(opts, env=dict(env))
+    if advisories_file is not None:
+        opts = replace(opts, advisories_file=advisories_file)
+    advisories = load_advisories(opts.advisories_file)
+    names: list[str | None] = list(dict.fromkeys(software)) if software else [None]
     out: list[ScenarioSpec] = []
     for device in device_specs:
         for source, desc in loaded:
             for topo in topos:
-                deployment, _ = build_deployment(topo.flags(device), env)
+                flags = topo.flags(device, base)
                 for engine in engs:
-                    for profile in profiles.values():
-                        out.append(
-                            ScenarioSpec(source, desc, device, topo, engine, profile, deployment, env, advisories_file)
-                        )
+                    for name in names:
+                        asked = AskedQuestion(desc, flags, engine, name, opts)
+                        out.append(ScenarioSpec(source, topo, asked.resolve(advisories)))
     return out

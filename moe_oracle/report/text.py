@@ -168,6 +168,8 @@ def render_table(matrix: Matrix, con: Any) -> None:
             names = L.hidden_summary([matrix.variants[j] for j in hidden])
             con.print(_wrap(f"not shown (ARCH_UNSUPPORTED on {device.arch.value}): {names}", width))
             used_codes["ARCH"] = "ARCH_UNSUPPORTED"
+        for note in L.page_advisories(matrix, page.rows):
+            con.print(_wrap(f"{L.CHOSEN} {note}", width))
     con.print()
     if used_codes:
         codes = ", ".join(f"{short}={full}" for short, full in sorted(used_codes.items()) if short != full)

@@ -1,11 +1,12 @@
 """Which libraries and entry points matter, and where each provider installs them.
 
 Backends' requirements name entry points from this catalogue; the probe looks for exactly
-these; named profiles list subsets of them. Sources: https://github.com/deepseek-ai/DeepGEMM-§5, §9
-and https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py,
-https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm A backend package adds its own libraries
-through its entry point
-(:class:`~moe_oracle.software.types.LibrarySpec`); :func:`known_libraries` is this catalogue plus those.
+these; named profiles list subsets of them. Sources: https://github.com/deepseek-ai/DeepGEMM (its
+pull requests and branches, named per build) and
+https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py,
+https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm. A backend package adds its own
+libraries through its entry point (:class:`~moe_oracle.software.types.LibrarySpec`); :func:`known_libraries` is
+this catalogue plus those.
 """
 
 from __future__ import annotations

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.report.matrix import Matrix, build_matrix
 from moe_oracle.report.scenarios import build_scenarios
 
@@ -17,7 +16,7 @@ DOCS = REPO / "docs"
 @pytest.fixture(scope="session")
 def default_matrix() -> Matrix:
     """The default matrix (every registered variant, every bundled preset), no shell environment."""
-    return build_matrix(build_scenarios(env={}), advisories=load_advisories())
+    return build_matrix(build_scenarios(env={}))
 
 
 @pytest.fixture(scope="session")

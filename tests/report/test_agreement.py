@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.decide.selection import Decision, decide
-from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
+from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_engine_software
 from moe_oracle.model.loader import list_presets
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.report.matrix import Matrix, Verdict
@@ -29,14 +28,8 @@ def _independent_decision(select_args: list[str]) -> Decision:
     opts = dict(zip(select_args[2::2], select_args[3::2], strict=True))
     flags = DeploymentFlags(device=opts["--device"], **{v: int(opts[k]) for k, v in _INT_FLAGS.items() if k in opts})
     deployment, _ = build_deployment(flags, {})
-    software, _ = resolve_software(opts["--software"], opts["--device"])
-    return decide(
-        resolve_model(model),
-        deployment,
-        software,
-        engine=Engine(opts.get("--engine", "none")),
-        advisories=load_advisories(),
-    )
+    software, _ = resolve_engine_software(opts.get("--software"), opts["--device"], opts.get("--engine", "none"))
+    return decide(resolve_model(model), deployment, software, engine=Engine(opts.get("--engine", "none")))
 
 
 def _reasons(reasons: Any) -> list[tuple[str, str, str]]:
@@ -132,6 +125,7 @@ def test_matrix_cli_agrees_with_select_cli_on_a_sample():
         assert sel.code == 0, (sc["select_command"], sel.err)
         record = json.loads(sel.out)
         main_choice = record["chosen"]
+        assert sc["fingerprint"] == record["fingerprint"], sc["select_command"]
         assert sc["scenario_choice"] == (f"{main_choice['backend']}:{main_choice['variant']}" if main_choice else None)
         row = {c["key"]: c for c in cells[sc["scenario"]]}
         assert len(row) == len(doc["variants"])
@@ -156,10 +150,7 @@ def test_engine_gates_agree_with_select(engine: str, software: str):
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios
 
-    m = build_matrix(
-        build_scenarios(engines=[engine], software=[software], devices=["b200", "h200", "mi355x"], env={}),
-        advisories=load_advisories(),
-    )
+    m = build_matrix(build_scenarios(engines=[engine], software=[software], devices=["b200", "h200", "mi355x"], env={}))
     for sc, row in zip(m.scenarios, m.cells, strict=True):
         d = _independent_decision(sc.spec.select_args())
         # "+convert(...)" where the engine converts at load itself (SGLang's SGLANG_DSV4_FP4_DEQUANT)

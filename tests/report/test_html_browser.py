@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.report.docs import docs_matrix
 from moe_oracle.report.html import render_html
 from moe_oracle.report.matrix import Matrix, Verdict, build_matrix
@@ -141,8 +140,7 @@ def test_html_matrix_loads_sorts_filters_and_opens_details(tmp_path: Path):
 def test_html_with_several_engines_and_profiles_has_no_script_errors(tmp_path: Path):
     browser = _chromium()
     matrix = build_matrix(
-        build_scenarios(devices=["b200", "mi355x"], engines=["none", "vllm"], software=["all", "vllm-0.33.0"], env={}),
-        advisories=load_advisories(),
+        build_scenarios(devices=["b200", "mi355x"], engines=["none", "vllm"], software=["all", "vllm-0.33.0"], env={})
     )
     url = _write(tmp_path, matrix)
     dom = _run(browser, tmp_path, f"{url}#engine=vllm&software=vllm-0.33.0&sort=reason&dir=desc", "--dump-dom").stdout

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.html import render_html
 from moe_oracle.report.labels import cell_mark
@@ -262,7 +261,7 @@ def test_matrix_start_up_imports_no_kernel_library():
 
 def test_default_matrix_in_every_format_takes_a_few_seconds():
     start = time.perf_counter()
-    m = build_matrix(build_scenarios(env={}), advisories=load_advisories())
+    m = build_matrix(build_scenarios(env={}))
     json.dumps(m.to_json())
     render_html(m)
     render_markdown(m)

@@ -48,8 +48,8 @@ VARIANT = VariantSpec(
             "modelopt_fp4), or use --engine sglang --device h200 (sm90_fp8xfp8 runs the checkpoint as stored).",
             sources=(
                 "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
-                ": MEGA_MOE_MXFP8 row; §2.4 _pack_scale",
-                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models Step5",
+                ": MEGA_MOE_MXFP8 row; _pack_scale",
+                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/step5 (Step5)",
             ),
         ),
         *shape_checks(

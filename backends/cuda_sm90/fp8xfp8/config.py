@@ -18,7 +18,8 @@ from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.rules.variant import Validation
 from moe_oracle.spec.device import Arch
 
-_HOST = "https://github.com/deepseek-ai/DeepGEMM: upstream nv_dev csrc/apis/sm90_mega.hpp @572557e"
+#: The SM90 FP8 host checks on DeepGEMM nv_dev (its head on 2026-09-08).
+_HOST = "https://github.com/deepseek-ai/DeepGEMM/blob/572557e7ae9ad5331b81a1c250f141fba2c57962/csrc/apis/sm90_mega.hpp"
 
 
 def _fp8_block_128(q: QuantSpec) -> bool:

@@ -14,7 +14,10 @@ from moe_oracle.rules import checks as c
 from moe_oracle.rules.recipe import ActQuant, Recipe
 from moe_oracle.rules.variant import Staging
 
-_NEWER = "https://github.com/ROCm/aiter: mega_moe_v2.py @03447f9f (a4w4 only for world_size == 16)"
+_NEWER = (
+    "https://github.com/ROCm/aiter/blob/03447f9f/aiter/ops/flydsl/kernels/mega_moe/mega_moe_v2.py"
+    " (a4w4 only for world_size == 16)"
+)
 
 VARIANT = VariantSpec(
     backend=BACKEND,

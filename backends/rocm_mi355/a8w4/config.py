@@ -33,7 +33,7 @@ VARIANT = VariantSpec(
     ),
     sources=(
         AITER_SRC,
-        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v4/amd/mega_moe.py",
+        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/mega_moe.py",
     ),
     sizing=SIZING,
     runtime="moe_oracle_backends.rocm_mi355.a8w4.backend:AiterA8W4MegaMoE",

@@ -513,7 +513,7 @@ REFUSED: tuple[Refusal, ...] = (
             "(SiLU output clamped at swiglu_limit 7) on the layers swiglu_limits marks and plain SwiGLU on the "
             "others (vLLM step3p5.py FusedMoEBlock), so the activation is a per-layer list the reader does not "
             "describe; no SM90 or AITER mega-MoE kernel implements swiglustep (vLLM's DeepGEMM SM100 build does), "
-            "and no engine wires a mega-MoE path for Step-3.5 (families §1.2)"
+            "and no engine wires a mega-MoE path for Step-3.5 (docs/families.md)"
         ),
         fix=_OWN_MOE + "; " + _MANUAL + " (the plain-SwiGLU layers)",
     ),

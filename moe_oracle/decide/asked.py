@@ -1,0 +1,126 @@
+"""The question as a command asks it, resolved the same way for every deciding command.
+
+``select``, ``plan``, ``serve``, ``compare`` and every cell of ``matrix`` build one :class:`AskedQuestion`
+from the same flags (names and texts: a software profile name, a workload text, an advisory file) and
+resolve it here, once, into the typed inputs of :func:`~moe_oracle.decide.selection.decide`. So the same
+question gets the same software default, workload, conversions, advisories, decision and fingerprint,
+whichever command asked it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from moe_oracle.cost.model import Workload
+from moe_oracle.decide.advisories import Advisory, AdvisorySet, load_advisories
+from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.selection import Decision, Override, decide
+from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
+from moe_oracle.model.types import ModelDescription
+from moe_oracle.registry import Registry
+from moe_oracle.rules import Engine
+from moe_oracle.software.types import SoftwareProfile
+from moe_oracle.spec.deployment import Deployment
+
+#: The decode batch per rank when neither ``--decode-tokens`` nor ``--max-num-seqs`` is given.
+DEFAULT_DECODE_TOKENS = 32
+
+
+@dataclass(frozen=True)
+class QuestionOptions:
+    """What a question asks besides the model, the device and layout, the engine and the software: the same
+    for every cell of a matrix. ``workload`` is the ``--workload`` text; ``advisories_file`` the
+    ``--advisories`` file; ``memory_fraction`` the engine's memory share the fit assumes (None: the engine's
+    default)."""
+
+    env: dict[str, str] = field(default_factory=dict)
+    override: str | None = None
+    allow_fallback: bool = False
+    advisories_file: str | None = None
+    conversion: ConversionOptions = field(default_factory=ConversionOptions)
+    workload: str = "mixed"
+    decode_tokens: int = DEFAULT_DECODE_TOKENS
+    memory_fraction: float | None = None
+
+
+@dataclass(frozen=True)
+class AskedQuestion:
+    """One question in the words of the command line (every default is the flags' default).
+
+    ``software`` is a profile name or None (the default: ``installed`` for ``--device local``, the engine's
+    release profile for ``--engine vllm``/``sglang``, ``all`` otherwise); ``layout_why`` the sentence saying
+    the layout was proposed by the oracle (None when the flags gave it).
+    """
+
+    model: ModelDescription
+    flags: DeploymentFlags
+    engine: Engine = Engine.NONE
+    software: str | None = None
+    options: QuestionOptions = field(default_factory=QuestionOptions)
+    layout_why: str | None = None
+
+    def resolve(self, advisories: tuple[Advisory, ...] | None = None) -> ResolvedQuestion:
+        """The typed inputs (exit 2 on a bad value, with the flag that carries it). ``advisories``: already
+        loaded ones (the matrix loads the file once for every cell); default: the bundled ones and the file's."""
+        opts = self.options
+        deployment, _ = build_deployment(self.flags, opts.env)
+        software, origin = resolve_engine_software(self.software, self.flags.device, self.engine.value)
+        return ResolvedQuestion(
+            asked=self,
+            deployment=deployment,
+            software=software,
+            software_origin=origin,
+            advisories=load_advisories(opts.advisories_file) if advisories is None else AdvisorySet(advisories),
+            override=Override.parse(opts.override) if opts.override else None,
+            workload=parse_workload(opts.workload, deployment.parallel.tokens_per_rank, opts.decode_tokens),
+        )
+
+
+@dataclass(frozen=True)
+class ResolvedQuestion:
+    """An :class:`AskedQuestion` with its inputs resolved: what :func:`decide` is called with."""
+
+    asked: AskedQuestion
+    deployment: Deployment
+    software: SoftwareProfile
+    software_origin: str
+    advisories: tuple[Advisory, ...]
+    override: Override | None
+    workload: Workload
+
+    def at_budget(self, budget: int | None) -> ResolvedQuestion:
+        """This question at another per-rank token budget (``--max-num-batched-tokens``): the budget the engine
+        settings that fit imply (:func:`moe_oracle.plan.build.settled_decision`); None: this question."""
+        if budget is None or budget == self.asked.flags.max_num_batched_tokens:
+            return self
+        flags = replace(self.asked.flags, max_num_batched_tokens=budget)
+        return replace(self.asked, flags=flags).resolve(self.advisories)
+
+    def decide(self, deployment: Deployment | None = None, *, registry: Registry | None = None) -> Decision:
+        """The decision for this question (on ``deployment`` instead, for a plan's replica layout)."""
+        asked = self.asked
+        return decide(
+            asked.model,
+            deployment or self.deployment,
+            self.software,
+            engine=asked.engine,
+            override=self.override,
+            allow_fallback=asked.options.allow_fallback,
+            advisories=self.advisories,
+            workload=self.workload,
+            registry=registry,
+            conversion=asked.options.conversion,
+        )
+
+    def record(self, decision: Decision) -> dict[str, Any]:
+        """The decision record (``select --json``) of ``decision``, with this question's advisories and origin."""
+        from moe_oracle.decide.record import decision_to_json
+
+        return decision_to_json(decision, self.advisories, self.software_origin)
+
+    def fingerprint(self, decision: Decision) -> str:
+        """The fingerprint :meth:`record` would carry."""
+        from moe_oracle.decide.record import decision_fingerprint
+
+        return decision_fingerprint(decision, self.advisories)
