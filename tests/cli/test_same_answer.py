@@ -3,8 +3,8 @@
 For each question of the table, ``select --json``, ``plan --json``, ``serve --dry-run --json`` and the matrix
 cell of the same question (``matrix --models M --devices D --topologies T --engine E <the same flags>``) give
 the same chosen variants, the same rejected candidates (the chosen never among them), the same advisories and
-the same fingerprint. A deployment that cannot hold its weights is refused by plan and serve (exit 2) and
-starred by no matrix cell, while select says it does not fit.
+the same fingerprint. A deployment that cannot hold its weights is refused with one line by select, plan and
+serve (exit 7) and starred by no matrix cell.
 """
 
 from __future__ import annotations
@@ -128,12 +128,6 @@ def manual_model(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_select_plan_serve_and_the_matrix_give_one_answer(q: Q, manual_model: str):
     model = manual_model if q.model == MANUAL else q.model
     flags = ("--device", q.device, *q.layout, "--engine", q.engine, *q.flags)
-    record = _run("select", model, *flags, "--json")
-    selected = _from_record(record)
-    assert (record["fit"]["verdict"] == "FITS") == q.fits
-
-    for label in selected.rejected:  # the chosen never appears among the rejected
-        assert label not in {c for c, conv in selected.chosen if conv is None}
     matrix_args = [f for f in q.flags if f not in ("--software",)]
     software = q.flags[q.flags.index("--software") + 1] if "--software" in q.flags else None
     if software:
@@ -143,27 +137,35 @@ def test_select_plan_serve_and_the_matrix_give_one_answer(q: Q, manual_model: st
         *(["--software", software] if software else []), *matrix_args, "--format", "json",
     )  # fmt: skip
     (scenario,) = matrix["scenarios"]
-    assert scenario["fingerprint"] == selected.fingerprint
-    assert scenario["memory_fit"] == record["fit"]["verdict"]
     cells = [c for c in matrix["cells"] if c["scenario"] == scenario["scenario"]]
+    if not q.fits:  # one refusal (exit 7, the same line) from select, plan and serve; no star in the matrix
+        assert scenario["memory_fit"] == "DOES NOT FIT" and scenario["scenario_choice"] is None
+        assert not any(c["chosen"] for c in cells)
+        refused = cli("select", model, *flags, "--json")
+        assert refused.code == 7, refused.err
+        message = json.loads(refused.out)["message"]
+        assert message.startswith("[DEPLOYMENT_MEMORY_EXCEEDED]")
+        for command in (("plan", model, *flags, "--json"), ("serve", model, *flags, "--dry-run", "--json")):
+            r = cli(*command)
+            assert r.code == 7 and json.loads(r.out)["message"] == message, (command, r.out)
+        return
+
+    record = _run("select", model, *flags, "--json")
+    selected = _from_record(record)
+    assert record["fit"]["verdict"] == scenario["memory_fit"] and record["fit"]["verdict"].startswith("FITS")
+    for label in selected.rejected:  # the chosen never appears among the rejected
+        assert label not in {c for c, conv in selected.chosen if conv is None}
+    assert scenario["fingerprint"] == selected.fingerprint
     stored_rejected = {label for label in selected.rejected if " after " not in label}
     assert {c["key"] for c in cells if c["verdict"] == "rejected"} == stored_rejected
     main_key = selected.chosen[0][0]
-    if q.fits:
-        assert scenario["scenario_choice"] == (None if main_key == "-" else main_key + _matrix_suffix(cells, main_key))
-        starred = [c for c in cells if c["chosen"]]
-        assert [(c["key"], _converted_from_matrix(c)) for c in starred] == (
-            [] if main_key == "-" else [selected.chosen[0]]
-        )
-        assert _advisory_ids(scenario["advisory_notes"]) == selected.advisories
-    else:
-        assert scenario["scenario_choice"] is None and not any(c["chosen"] for c in cells)
+    assert scenario["scenario_choice"] == (None if main_key == "-" else main_key + _matrix_suffix(cells, main_key))
+    starred = [c for c in cells if c["chosen"]]
+    assert [(c["key"], _converted_from_matrix(c)) for c in starred] == ([] if main_key == "-" else [selected.chosen[0]])
+    assert _advisory_ids(scenario["advisory_notes"]) == selected.advisories
 
     for command in (("plan", model, *flags, "--json"), ("serve", model, *flags, "--dry-run", "--json")):
         r = cli(*command)
-        if not q.fits:
-            assert r.code == 2 and "[DEPLOYMENT_MEMORY_EXCEEDED]" in r.err, (command, r.err)
-            continue
         assert r.code == 0, (command, r.err)
         assert _from_plan(json.loads(r.out)) == selected, command
 
