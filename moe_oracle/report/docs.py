@@ -36,7 +36,7 @@ def docs_matrix() -> Matrix:
     from moe_oracle.report.matrix import build_matrix
     from moe_oracle.report.scenarios import build_scenarios
 
-    return build_matrix(build_scenarios(env={}), registry=docs_registry(), command=DOCS_COMMAND)
+    return build_matrix(build_scenarios(env={}), registry=docs_registry(), command=DOCS_COMMAND, fingerprints=False)
 
 
 def engine_profiles() -> list[EngineProfile]:

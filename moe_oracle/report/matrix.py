@@ -125,7 +125,7 @@ class MatrixScenario:
             "fallback": self.fallback,
             "memory_fit": self.memory,
             "advisory_notes": list(self.advisory_notes),
-            "fingerprint": self.fingerprint,
+            **({"fingerprint": self.fingerprint} if self.fingerprint else {}),
             "select_command": spec.select_command(),
         }
 
@@ -298,15 +298,18 @@ def build_matrix(
     *,
     registry: Registry | None = None,
     command: str = "moe-oracle matrix",
+    fingerprints: bool = True,
 ) -> Matrix:
     """Decide every scenario once, as ``select`` decides its question (same resolution, same :func:`decide`,
-    same fit), and read every candidate's verdict."""
+    same fit), and read every candidate's verdict. ``fingerprints``: carry each scenario's ``select`` fingerprint
+    (left out of the committed docs: it covers the software profile, which an installed plug-in extends)."""
     reg = registry or load_registry()
     rows: list[tuple[Cell, ...]] = []
     decided: list[MatrixScenario] = []
     for spec in scenarios:
         decision, fit = _decide_and_fit(spec, reg)
-        msc = MatrixScenario(spec, decision, fit.verdict, spec.question.fingerprint(decision))
+        fingerprint = spec.question.fingerprint(decision) if fingerprints else ""
+        msc = MatrixScenario(spec, decision, fit.verdict, fingerprint)
         decided.append(msc)
         rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))
     return Matrix(reg.variants, tuple(decided), tuple(rows), command, reg.broken)
