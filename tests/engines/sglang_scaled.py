@@ -69,7 +69,21 @@ def kimi_k2_config() -> dict[str, Any]:
     return cfg
 
 
-CONFIGS = {"qwen3": qwen3_config, "kimi_k2": kimi_k2_config}
+def deepseek_v4_config() -> dict[str, Any]:
+    """DeepSeek-V4-Flash (sqrtsoftplus + bias, hash routing on layer 0, SwiGLU clamp 10, routed scaling 1.5; MXFP4
+    experts), 32 experts, 4 layers; BF16 shared experts as for Kimi-K2."""
+    cfg = json.loads((ROOT / "moe_oracle" / "presets" / "deepseek-ai--DeepSeek-V4-Flash" / "config.json").read_text())
+    cfg.update(_SCALED, compress_ratios=[0, 4, 128, 0], head_dim=128, index_n_heads=8, n_routed_experts=32,
+               num_attention_heads=8, num_hash_layers=1, num_hidden_layers=4, num_nextn_predict_layers=0,
+               o_lora_rank=256, q_lora_rank=256)  # fmt: skip
+    shared = [
+        f"model.layers.{i}.mlp.shared_experts.{p}" for i in range(4) for p in ("gate_proj", "up_proj", "down_proj")
+    ]
+    cfg["quantization_config"] = {**cfg["quantization_config"], "modules_to_not_convert": shared}
+    return cfg
+
+
+CONFIGS = {"qwen3": qwen3_config, "kimi_k2": kimi_k2_config, "deepseek_v4": deepseek_v4_config}
 
 
 def write_model(directory: Path, family: str) -> str:
@@ -151,7 +165,10 @@ def _blocks(server_args: Any, family: str, layers: list[int]) -> tuple[Any, dict
                 from sglang.srt.models.deepseek_v2 import DeepseekV2MoE
 
                 nextn = i >= hf.num_hidden_layers  # the MTP layer: DeepseekV3ForCausalLMNextN builds it so
-                blocks[i] = DeepseekV2MoE(hf, i, quant_config=quant_config, prefix=prefix, is_nextn=nextn)
+                v4 = family == "deepseek_v4"  # deepseek_v4.py:3155-3167 builds the same class so
+                blocks[i] = DeepseekV2MoE(
+                    hf, i, quant_config=quant_config, prefix=prefix, is_nextn=nextn, is_deepseek_v4=v4
+                )
     return quant_config, blocks
 
 
@@ -159,18 +176,22 @@ def _checkpoint(group: Any, seed: int) -> tuple[Any, dict[tuple[int, str], Any]]
     """moe-oracle's quantized experts in the group's checkpoint format and the per-expert checkpoint tensors."""
     import torch
 
+    from moe_oracle.engines.bridge import engine_parameters
     from moe_oracle.runtime.accuracy import random_masters
     from moe_oracle.runtime.quantize import quantize_experts
 
     experts = quantize_experts(*random_masters(group, torch.Generator().manual_seed(seed)), group.weight_quant)
-    i, si = group.moe_intermediate_size, experts.w13_scale.shape[1] // 2
+    # as SGLang's quant method stores them (MXFP4: int8 values, float32 power-of-two scales)
+    p = engine_parameters("sglang", experts, group)
+    w13, w2, s13, s2 = p["w13_weight"], p["w2_weight"], p["w13_weight_scale_inv"], p["w2_weight_scale_inv"]
+    i, si = group.moe_intermediate_size, s13.shape[1] // 2
     tensors = {}
     for e in range(group.num_experts):
-        tensors[e, "gate_proj.weight"], tensors[e, "up_proj.weight"] = experts.w13[e, :i], experts.w13[e, i:]
-        tensors[e, "down_proj.weight"] = experts.w2[e]
-        tensors[e, "gate_proj.weight_scale_inv"] = experts.w13_scale[e, :si]
-        tensors[e, "up_proj.weight_scale_inv"] = experts.w13_scale[e, si:]
-        tensors[e, "down_proj.weight_scale_inv"] = experts.w2_scale[e]
+        tensors[e, "gate_proj.weight"], tensors[e, "up_proj.weight"] = w13[e, :i], w13[e, i:]
+        tensors[e, "down_proj.weight"] = w2[e]
+        tensors[e, "gate_proj.weight_scale_inv"] = s13[e, :si]
+        tensors[e, "up_proj.weight_scale_inv"] = s13[e, si:]
+        tensors[e, "down_proj.weight_scale_inv"] = s2[e]
     return experts, tensors
 
 
@@ -249,7 +270,9 @@ def serve(model: str, family: str, layers: list[int]) -> dict[str, Any]:
         _post_load(block)
         row = {**_describe(block), "loaded_as_checkpoint": loaded_as_checkpoint}
         if i in served:
-            row.update(_forward(block, group, experts, calc_diff, reference_moe, route))
+            # DeepSeek V4's shared experts clamp their SwiGLU with a CUDA JIT kernel (silu_and_mul_clamp.py:48)
+            whole = family != "deepseek_v4"
+            row.update(_forward(block, group, experts, calc_diff, reference_moe, route, whole))
             row["tolerance"] = recipe_tolerance(*_recipe(block))
         out["layers"][str(i)] = row
     return out
@@ -260,18 +283,28 @@ def _recipe(block: Any) -> tuple[Any, Any]:
     return recipe.l1_input, recipe.l2_input
 
 
-def _forward(block: Any, group: Any, experts: Any, calc_diff: Any, reference_moe: Any, route: Any) -> dict[str, Any]:
-    """The block's forward (gate, SGLang's TopK, moe-oracle's layer, shared experts) against the FP32 reference."""
+def _forward(
+    block: Any, group: Any, experts: Any, calc_diff: Any, reference_moe: Any, route: Any, whole_block: bool
+) -> dict[str, Any]:
+    """The block's forward (gate, SGLang's TopK, moe-oracle's layer, shared experts, routed scaling) against the FP32
+    reference; ``whole_block`` False: the layer's call as the block makes it (SGLang's gate and TopK, then
+    ``experts(x, topk_output)``), for a block whose shared experts have no CPU kernel."""
     import torch
 
     tokens = 9
     x = (torch.randn(tokens, group.hidden_size, generator=torch.Generator().manual_seed(4)) * 0.5).bfloat16()
+    rsf = group.routing.routed_scaling_factor or 1.0
     with torch.no_grad():
-        y = block(x.clone())
         logits = block.gate(x)
         logits = logits[0] if isinstance(logits, tuple) else logits
         topk = block.topk(x, logits)
-        shared = block.shared_experts(x) if getattr(block, "shared_experts", None) is not None else torch.zeros_like(x)
+        if whole_block:
+            y = block(x.clone())
+            shared = block.shared_experts(x) if getattr(block, "shared_experts", None) is not None else 0 * x
+            routed, scale = y.float() - shared.float(), rsf
+        else:
+            y = block.experts(x.clone(), topk)
+            routed, scale = y.float(), block.experts._moe_oracle_scale
         # SGLang's TopK with the factor folded in (what a quant method declaring fuse_routed_scaling_factor_in_topk
         # gets): the same experts, the weights times the factor
         from dataclasses import replace
@@ -283,20 +316,20 @@ def _forward(block: Any, group: Any, experts: Any, calc_diff: Any, reference_moe
     bias = getattr(block.gate, "e_score_correction_bias", None)
     ids, weights = topk.topk_ids.long(), topk.topk_weights
     own_ids, own_weights = route(group, logits.float(), bias=None if bias is None else bias.data)
-    rsf = group.routing.routed_scaling_factor or 1.0
-    routed = y.float() - shared.float()
-    ref = reference_moe(x, ids, weights, experts, group.activation) * rsf
+    ref = reference_moe(x, ids, weights, experts, group.activation) * scale
+    # moe-oracle's routing carries the routed scaling factor in its weights
+    own_ref = reference_moe(x, own_ids, own_weights, experts, group.activation) * (scale / rsf)
     return {
+        "whole_block": whole_block,
         "topk_output": type(topk).__name__,
         "weights_sum": [round(float(s), 5) for s in weights.sum(-1)],
         "folded_same_ids": bool(torch.equal(folded_topk.topk_ids.long(), ids)),
         "folded_weights_ratio": float((folded_topk.topk_weights / weights).mean()),
         "same_experts_as_moe_oracle_routing": bool(torch.equal(ids.sort(-1).values, own_ids.sort(-1).values)),
+        "tokens_routed_differently": int((ids.sort(-1).values != own_ids.sort(-1).values).any(-1).sum()),
+        "logits_dtype": str(logits.dtype),
         "calc_diff": calc_diff(routed, ref),
-        # moe-oracle's routing carries the routed scaling factor in its weights
-        "calc_diff_moe_oracle_routing": calc_diff(
-            routed, reference_moe(x, own_ids, own_weights, experts, group.activation)
-        ),
+        "calc_diff_moe_oracle_routing": calc_diff(routed, own_ref),
         "shape": list(y.shape),
         "dtype": str(y.dtype),
     }
