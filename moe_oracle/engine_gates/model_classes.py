@@ -179,6 +179,15 @@ SGLANG: tuple[ModelClass, ...] = (
         "MiniMaxM3SparseForCausalLM is not in MEGA_MOE_NO_FALLBACK_ARCHS, so no token cap is checked at start",
     ),
     ModelClass(
+        ("KimiK3ForConditionalGeneration",),
+        "KimiK3MoE",
+        True,
+        "models/kimi_k3.py:565 (KimiK3MoE: _use_mega_moe -> run_mega_routed_experts)",
+        "models/kimi_k3.py:3876",
+        note="every batch goes through the mega path (its non-mega fallback is a StandardDispatcher without a2a, "
+        "kimi_k3.py:556-564); latent MoE with SiTU only",
+    ),
+    ModelClass(
         ("MiMoV2ForCausalLM", "MiMoV2FlashForCausalLM"),
         "MiMoV2MoE",
         False,

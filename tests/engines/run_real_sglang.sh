@@ -20,7 +20,8 @@ fi
 "$venv/bin/python" -c 'import importlib.metadata as m, sys; sys.exit(m.version("sglang") != "0.5.23")' 2>/dev/null \
     || "$venv/bin/pip" install "sglang==0.5.23"
 "$venv/bin/pip" install -q -e "$here" --no-deps
-"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" "rich>=13"
+# google-re2: Kimi-K3's and Laguna's config loading imports re2; sglang 0.5.23's wheel metadata does not pull it in
+"$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100" "rich>=13" google-re2
 
 mkdir -p "$wheels"
 ls "$wheels"/sglang-0.5.23-*.whl >/dev/null 2>&1 || pip download -q sglang==0.5.23 --no-deps -d "$wheels" || true

@@ -56,6 +56,11 @@ FAMILY_FIXTURES = (
     "Qwen--Qwen3-VL-30B-A3B-Instruct",
     "Qwen--Qwen3.5-397B-A17B",
     "nvidia--Qwen3.5-397B-A17B-NVFP4",
+    # MiniMaxAI--MiniMax-M3 is left out: its config (model_type minimax_m3) is not one transformers 5.19 or SGLang
+    # 0.5.23 loads (SGLang registers MiniMaxM3SparseForCausalLM)
+    "moonshotai--Kimi-K3",
+    "XiaomiMiMo--MiMo-V2-Flash",
+    "poolside--Laguna-XS.2-FP8",
 )
 #: The Qwen MoE blocks SGLang 0.5.23 wires to DeepGEMM megamoe with no fallback (MEGA_MOE_NO_FALLBACK_ARCHS)
 QWEN_ARCHITECTURES = (
@@ -242,7 +247,8 @@ def _check_megamoe(plan: LaunchPlan, server_args: object) -> None:
         COUNTS["flydsl capacity checks passed"] += 1
 
 
-_MEGA_CALL = ("forward_mega_moe", "run_mega_routed_experts", "_forward_mega_moe")
+#: Kimi-K3's block calls the kernel through its own _forward_mega_experts (models/kimi_k3.py KimiK3MoE)
+_MEGA_CALL = ("forward_mega_moe", "run_mega_routed_experts", "_forward_mega_moe", "_forward_mega_experts")
 
 
 def _check_paths(plan: LaunchPlan, view: object) -> None:
