@@ -114,3 +114,56 @@ def test_the_decision_reaches_a_scheduler_process():
 def test_sglang_pin_leaves_every_layer_to_sglang():
     argv = ["--tp-size", "8", "--attn-dp-size", "8", "--ep-size", "8"]
     assert _launch(argv, {"MOE_ORACLE_SGLANG_BACKEND": "sglang"}) == {"plan": None}
+
+
+PLAN_FLAGS = ("--device", "h200", "--dp", "8", "--ep", "8", "--json")
+_QUESTION = """
+import json, os, sys
+from sglang.srt.plugins import load_plugins
+load_plugins()
+from sglang.srt.runtime_context import override_platform
+from sglang.srt.server_args import prepare_server_args
+sys.path.insert(0, {root!r})
+from tests.engines.test_real_sglang import FACTS
+from moe_oracle.decide.record import decision_to_json
+from moe_oracle.engines.sglang.plugin import args_from_server_args, launch_decision
+from moe_oracle.engines.sglang.shipped import read_request
+with override_platform(**FACTS["sm90"]):
+    sa = prepare_server_args({argv!r})
+    sa.resolve_once()
+    sa.check_server_args()
+    args = args_from_server_args(sa, os.environ)
+print(json.dumps({{"per_rank": args.prefill_tokens_per_rank, "raw": sa.chunked_prefill_size,
+                  "record": decision_to_json(launch_decision(args, read_request(os.environ)))}}))
+"""
+
+
+def test_the_hook_asks_the_plans_question_for_the_v4_pro_dp8_plan():
+    """The launch ``moe-oracle plan`` prints for DeepSeek-V4-Pro on 8 x H200 (DP8+EP8), checked by real SGLang:
+    the hook reads each rank's chunk as SGLang resolved it (1024 = 8192 // 8, divided once), so its decision's
+    fingerprint is the plan's once the inputs the hook does not read from SGLang (the model's source: a local
+    directory here, the hub id in the plan; the software: installed here, the release profile in the plan; the
+    bundled advisories) are the plan's."""
+    from moe_oracle.decide.record import fingerprint
+
+    shown = subprocess.run(
+        [sys.executable, "-m", "moe_oracle", "plan", "deepseek-ai/DeepSeek-V4-Pro", "--engine", "sglang", *PLAN_FLAGS],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr[-2000:]
+    plan = json.loads(shown.stdout)
+    argv = plan["argv"][plan["argv"].index("--model-path") + 2 :]
+    assert argv[:8] == ["--tp-size", "8", "--attn-dp-size", "8", "--ep-size", "8", "--chunked-prefill-size", "8192"]
+    v4_pro = str(ROOT / "moe_oracle" / "presets" / "deepseek-ai--DeepSeek-V4-Pro")
+    code = _QUESTION.format(root=str(ROOT), argv=["--model-path", v4_pro, "--device", "cuda", *argv])
+    out = _run(code, {"MOE_ORACLE_SGLANG_BACKEND": "auto"})
+    assert (out["raw"], out["per_rank"]) == (8192, 1024)
+    theirs, ours = plan["decision"]["inputs"], out["record"]["inputs"]
+    assert theirs["deployment"] == ours["deployment"] and theirs["workload"] == ours["workload"]
+    assert theirs["deployment"]["parallel"]["max_num_batched_tokens"] == 1024
+    for key in ("model", "software", "advisories"):
+        ours[key] = theirs[key]
+    assert ours == theirs
+    assert fingerprint(ours, out["record"]["oracle_version"]) == plan["fingerprint"]

@@ -15,7 +15,7 @@ from moe_oracle.engines.sglang.shipped import ENV_BACKEND, plan_for, read_reques
 from moe_oracle.errors import BadInputError
 
 V4 = "deepseek-ai/DeepSeek-V4-Flash"
-DP8 = dict(tp_size=8, attn_dp_size=8, ep_size=8, chunked_prefill_size=8 * 2048, device="h200")
+DP8 = dict(tp_size=8, attn_dp_size=8, ep_size=8, prefill_tokens_per_rank=2048, device="h200")
 
 
 def test_explicit_emulation_is_validated_and_shipped_per_layer_group():

@@ -43,6 +43,8 @@ SERVER_ARGS_HOOK = "sglang.srt.server_args.ServerArgs.check_server_args"
 FUSED_MOE = "sglang.srt.layers.moe.fused_moe_triton.layer.FusedMoE"
 LOAD_MODEL = "sglang.srt.model_executor.model_runner.ModelRunner.load_model"
 _OFF = ("0", "false", "off", "no")
+#: SGLang's ``--chunked-prefill-size`` when neither the operator nor its resolution sets one
+DEFAULT_CHUNK = 8192
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,9 @@ class SglangArgs:
     attn_dp_size: int = 1
     ep_size: int = 1
     pp_size: int = 1
-    chunked_prefill_size: int | None = None
+    #: each attention-DP rank's prefill chunk in tokens: SGLang's resolved ``chunked_prefill_size``, already
+    #: divided by ``attn_dp_size`` (``arg_groups/parallel_hook.py:327-333``); None: SGLang's default 8192
+    prefill_tokens_per_rank: int | None = None
     enable_eplb: bool = False
     moe_a2a_backend: str | None = None
     speculative: bool = False
@@ -71,7 +75,9 @@ class Outcome:
     plan_env: str | None = None
 
 
-def _decide(args: SglangArgs, request: Request) -> Any:
+def launch_decision(args: SglangArgs, request: Request) -> Any:
+    """The decision the hook makes for ``args``: the question ``moe-oracle plan`` asks for the same layout and
+    per-rank token budget (same deployment and workload), judged with the installed software."""
     from moe_oracle.cost.model import Workload
     from moe_oracle.decide.selection import decide
     from moe_oracle.engines.vllm.shipped import emulation_software
@@ -82,7 +88,7 @@ def _decide(args: SglangArgs, request: Request) -> Any:
 
     description = resolve_model(args.model_path)
     dp = max(1, args.attn_dp_size)
-    per_rank = (args.chunked_prefill_size or 8192 * dp) // dp
+    per_rank = args.prefill_tokens_per_rank or DEFAULT_CHUNK
     flags = DeploymentFlags(
         device=args.device or "local",
         tp=max(1, args.tp_size // dp),
@@ -152,7 +158,7 @@ def resolve(args: SglangArgs, env: Mapping[str, str]) -> Outcome:
     if request.backend == OWN and request.groups is None:
         return Outcome("keep", [f"{head}: {request.label()}: SGLang's own MoE serves every layer"])
     try:
-        decision = _decide(args, request)
+        decision = launch_decision(args, request)
     except OracleError as exc:
         if request.explicit:
             return Outcome("refuse", [f"{head}: refused"], error=f"{request.label()}: {exc.one_line()} [moe-oracle]")
@@ -210,20 +216,32 @@ def resolve(args: SglangArgs, env: Mapping[str, str]) -> Outcome:
 
 
 def args_from_server_args(server_args: Any, env: Mapping[str, str]) -> SglangArgs:
-    """The fields :func:`resolve` reads, from SGLang's ``ServerArgs``."""
-    attn_dp = getattr(server_args, "attn_dp_size", None) or 1
-    if getattr(server_args, "enable_dp_attention", False) and attn_dp == 1:
-        attn_dp = getattr(server_args, "dp_size", 1) or 1
+    """The fields :func:`resolve` reads, as SGLang resolved them.
+
+    Read through ``resolving_view`` (``arg_groups/model_override_base.py:120``), the view SGLang's own
+    ``check_server_args`` reads (``arg_groups/validation_hook.py:175``): every launcher resolves the record
+    before checking it (``entrypoints/engine.py:1153-1165``, ``launch_server.py:29``), and resolution writes
+    declarations, never the raw fields. So ``chunked_prefill_size`` here is each rank's chunk (divided by
+    ``attn_dp_size`` once, ``parallel_hook.py:327-333``; SGLang's default when the operator set none), and
+    ``ep_size``/``attn_dp_size`` are what SGLang runs with, not what was typed.
+    """
+    from sglang.srt.arg_groups.model_override_base import resolving_view
+
+    cfg = resolving_view(server_args)
+    attn_dp = getattr(cfg, "attn_dp_size", None) or 1
+    if getattr(cfg, "enable_dp_attention", False) and attn_dp == 1:
+        attn_dp = getattr(cfg, "dp_size", 1) or 1
+    chunk = getattr(cfg, "chunked_prefill_size", None)
     return SglangArgs(
-        model_path=str(server_args.model_path),
-        tp_size=int(server_args.tp_size),
+        model_path=str(cfg.model_path),
+        tp_size=int(cfg.tp_size),
         attn_dp_size=int(attn_dp),
-        ep_size=int(getattr(server_args, "ep_size", 1) or 1),
-        pp_size=int(getattr(server_args, "pp_size", 1) or 1),
-        chunked_prefill_size=getattr(server_args, "chunked_prefill_size", None) or None,
-        enable_eplb=bool(getattr(server_args, "enable_eplb", False)),
-        moe_a2a_backend=getattr(server_args, "moe_a2a_backend", None),
-        speculative=getattr(server_args, "speculative_algorithm", None) not in (None, "", "none", "NONE"),
+        ep_size=int(getattr(cfg, "ep_size", 1) or 1),
+        pp_size=int(getattr(cfg, "pp_size", 1) or 1),
+        prefill_tokens_per_rank=int(chunk) if isinstance(chunk, int) and chunk > 0 else None,
+        enable_eplb=bool(getattr(cfg, "enable_eplb", False)),
+        moe_a2a_backend=getattr(cfg, "moe_a2a_backend", None),
+        speculative=getattr(cfg, "speculative_algorithm", None) not in (None, "", "none", "NONE"),
         device=env.get(ENV_DEVICE) or None,
     )
 
