@@ -39,6 +39,8 @@ def test_sglang_chooses_it_for_an_allow_listed_nvfp4_model_and_the_plan_launches
     plan = cli("plan", GLM47_NVFP4, *B200_DP8, "--engine", "sglang")
     assert plan.code == 0, plan.err
     assert "--moe-a2a-backend flashinfer_megamoe" in plan.out and "--attn-dp-size 8" in plan.out
+    # moe_hook.py:326-333 asserts this runner; a model override (DeepSeek V4 NVFP4) may have replaced 'auto' before
+    assert "--moe-runner-backend flashinfer_megamoe" in plan.out
     assert "SGLANG_PLUGINS" not in plan.out  # SGLang's own route, not moe-oracle's plug-in
 
 

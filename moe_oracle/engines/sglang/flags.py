@@ -41,7 +41,7 @@ LAUNCH_FLAGS: tuple[str, ...] = (
 )
 
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
-MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin",)
+MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin", "flashinfer_megamoe")
 
 MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe", "flashinfer_megamoe")
 
@@ -49,9 +49,22 @@ MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe", "flashinfer_megamoe")
 _A2A_OF_BACKEND: dict[str, str] = {"flashinfer_megamoe": "flashinfer_megamoe"}
 
 
+#: moe-oracle's backend -> the ``--moe-runner-backend`` its ``--moe-a2a-backend`` requires. flashinfer_megamoe:
+#: ``arg_groups/moe_hook.py:326-333`` turns ``auto`` into it only when no model override ran first, then asserts it;
+#: the DeepSeek V4 override turns ``auto`` into ``flashinfer_trtllm_routed`` for NVFP4 checkpoints before that
+#: (``arg_groups/model_overrides/deepseek_v4.py:66-74``), so the plan names it.
+_RUNNER_OF_BACKEND: dict[str, str] = {"flashinfer_megamoe": "flashinfer_megamoe"}
+
+
 def a2a_backend(backend: str) -> str:
     """The ``--moe-a2a-backend`` value that serves ``backend`` (SGLang's ``megamoe`` unless declared above)."""
     return _A2A_OF_BACKEND.get(backend, "megamoe")
+
+
+def a2a_argv(backend: str) -> list[str]:
+    """``--moe-a2a-backend`` for ``backend`` and the ``--moe-runner-backend`` SGLang requires with it, if any."""
+    runner = _RUNNER_OF_BACKEND.get(backend)
+    return ["--moe-a2a-backend", a2a_backend(backend), *(["--moe-runner-backend", runner] if runner else [])]
 
 
 ENGINE_ENV: dict[str, str] = {

@@ -372,7 +372,7 @@ def build(ctx: PlanContext) -> EngineParts:
         derived += _plugin(ctx, runtime, env, notes)
         argv += _unfused_shared(ctx, runtime, notes)
     elif ctx.backend is not None:
-        argv += ["--moe-a2a-backend", F.a2a_backend(ctx.backend)]
+        argv += F.a2a_argv(ctx.backend)
         if ctx.backend == "deep_gemm_mega_moe":
             derived += _deep_gemm(ctx, chunk, tp_size, env, notes)
             argv += [word for own in _engine_conversions(ctx) for word in own.argv]
