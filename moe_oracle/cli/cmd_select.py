@@ -61,7 +61,7 @@ def select(model: str | None, **kw: Any) -> None:
 
     options = resolved.asked.options
     decision, fit, settings_why = settled_decision(
-        decide_at, model or resolved.asked.model.model, options.memory_fraction, options.env
+        decide_at, model or resolved.asked.model.model, resolved.asked.given_settings(), options.env
     )
     doc = resolved.record(decision)
     doc["fit"] = fit.to_json()

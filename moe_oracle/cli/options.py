@@ -202,6 +202,7 @@ def options_from(kw: dict[str, Any]) -> Any:
         workload=kw.pop("workload"),
         decode_tokens=decode_tokens_from(kw),
         memory_fraction=kw.pop("memory_fraction"),
+        budget_given=_given("max_num_batched_tokens"),
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory, AdvisorySet, load_advisories
+from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
@@ -32,7 +33,8 @@ class QuestionOptions:
     """What a question asks besides the model, the device and layout, the engine and the software: the same
     for every cell of a matrix. ``workload`` is the ``--workload`` text; ``advisories_file`` the
     ``--advisories`` file; ``memory_fraction`` the engine's memory share the fit assumes (None: the engine's
-    default)."""
+    default); ``budget_given``: ``--max-num-batched-tokens`` was typed, so the memory fit judges it as given
+    (otherwise a smaller per-rank budget may be chosen when the default does not fit)."""
 
     env: dict[str, str] = field(default_factory=dict)
     override: str | None = None
@@ -42,6 +44,7 @@ class QuestionOptions:
     workload: str = "mixed"
     decode_tokens: int = DEFAULT_DECODE_TOKENS
     memory_fraction: float | None = None
+    budget_given: bool = False
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,13 @@ class AskedQuestion:
     software: str | None = None
     options: QuestionOptions = field(default_factory=QuestionOptions)
     layout_why: str | None = None
+
+    def given_settings(self) -> EngineMemorySettings:
+        """The engine memory settings the user gave (``--memory-fraction``, a typed ``--max-num-batched-tokens``):
+        the memory fit judges them as given and searches only the others."""
+        opts = self.options
+        budget = self.flags.max_num_batched_tokens if opts.budget_given else None
+        return EngineMemorySettings(fraction=opts.memory_fraction, max_num_batched_tokens=budget)
 
     def resolve(self, advisories: tuple[Advisory, ...] | None = None) -> ResolvedQuestion:
         """The typed inputs (exit 2 on a bad value, with the flag that carries it). ``advisories``: already

@@ -14,12 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from moe_oracle.decide.fit import GIB, Fit, measure_fit
+from moe_oracle.decide.fit import GIB, MIN_CONTEXT, Fit, measure_fit
 from moe_oracle.decide.memory_share import (
     VLLM_DEFAULT_UTILIZATION,
     VLLM_MAX_PROPOSED_UTILIZATION,
     EngineMemorySettings,
     sglang_default_settings,
+    vllm_serve_batch_defaults,
 )
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.types import ModelDescription
@@ -175,11 +176,11 @@ def fit_with_fix(
     fixes = []
     prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
     dropped = ""
-    if prop is None and settings.fraction is not None:  # the fraction given is too small: what the engine's own does
-        prop = fitting_settings(
-            model, deployment, engine, given=replace(settings, fraction=None), buffer_for=buffer_for, **kw
-        )  # type: ignore[arg-type]
-        dropped = "without --memory-fraction, "
+    for words, free in _without_given(settings) if prop is None else ():  # the values given do not fit
+        prop = fitting_settings(model, deployment, engine, given=free, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
+        if prop is not None:
+            dropped = f"without {words}, "
+            break
     if prop is not None:
         fixes.append(
             f"engine settings: {dropped}{settings_flags(engine, prop.settings)} fit this layout, "
@@ -204,6 +205,22 @@ def fit_with_fix(
     return replace(fit, reasons=reasons)
 
 
+def _without_given(settings: EngineMemorySettings) -> list[tuple[str, EngineMemorySettings]]:
+    """The given settings with the values the user gave left out, the fewest first: the budget, the fraction,
+    both (each with the words naming what was left out), for a fix that says what to drop."""
+    budget = settings.max_num_batched_tokens
+    fraction = settings.fraction
+    out = []
+    if budget is not None:
+        out.append((f"--max-num-batched-tokens {budget}", replace(settings, max_num_batched_tokens=None)))
+    if fraction is not None:
+        out.append((f"--memory-fraction {fraction:g}", replace(settings, fraction=None)))
+    if budget is not None and fraction is not None:
+        both = replace(settings, fraction=None, max_num_batched_tokens=None)
+        out.append((f"--memory-fraction {fraction:g} and --max-num-batched-tokens {budget}", both))
+    return out
+
+
 def settings_flags(engine: Engine, s: EngineMemorySettings) -> str:
     """The engine flags of ``s`` as moe-oracle's plans write them (SGLang's or vLLM's spelling)."""
     if engine is Engine.SGLANG:
@@ -215,7 +232,10 @@ def settings_flags(engine: Engine, s: EngineMemorySettings) -> str:
         if s.fraction is not None:
             words.append(f"--mem-fraction-static {s.fraction:g}")
         return " ".join(words)
-    return f"--gpu-memory-utilization {s.fraction:g}" if s.fraction is not None else ""
+    words = [] if s.max_num_batched_tokens is None else [f"--max-num-batched-tokens {s.max_num_batched_tokens}"]
+    if s.fraction is not None:
+        words.append(f"--gpu-memory-utilization {s.fraction:g}")
+    return " ".join(words)
 
 
 def settle_fit(
@@ -255,10 +275,11 @@ def settle_fit(
 
 #: SGLang decode CUDA-graph batch sizes the settings search tries (at most SGLang's default for the GPU).
 SGLANG_GRAPH_BATCHES = (512, 256, 128, 64, 32)
-#: The smallest per-rank prefill chunk the settings search proposes (tokens).
+#: The smallest per-rank prefill chunk the settings search proposes to SGLang (tokens).
 MIN_PREFILL_PER_RANK = 256
-#: vLLM utilizations the settings search tries above the default, up to the stated ceiling.
-VLLM_UTILIZATIONS = (0.92, VLLM_MAX_PROPOSED_UTILIZATION)
+#: vLLM utilizations the settings search tries at each per-rank budget: vLLM's default (None: not written),
+#: then higher ones up to the stated ceiling.
+VLLM_UTILIZATIONS = (None, 0.92, VLLM_MAX_PROPOSED_UTILIZATION)
 
 #: ``settings -> (symmetric bytes per rank, detail)`` for one candidate of engine settings (the plan's buffers).
 BufferFor = Callable[[EngineMemorySettings], tuple[int, str]]
@@ -273,29 +294,60 @@ class SettingsProposal:
     why: str
 
 
-def _candidates(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -> list[EngineMemorySettings]:
-    """Settings the engine itself accepts, in the order preferred: SGLang keeps the largest per-rank prefill chunk,
-    then the largest decode CUDA-graph batch (SGLang's formula gives a higher share to both smaller); vLLM a higher
-    ``--gpu-memory-utilization`` up to :data:`VLLM_MAX_PROPOSED_UTILIZATION`. A fraction given is judged as given."""
-    if given.fraction is not None:
-        return []
+def budget_deployment(deployment: Deployment, settings: EngineMemorySettings) -> Deployment:
+    """``deployment`` at the per-rank token budget ``settings`` imply (vLLM's ``--max-num-batched-tokens``: it
+    sizes the DeepGEMM symmetric buffer and the activation reserve); unchanged when they imply none."""
+    budget = settings.max_num_batched_tokens
+    par = deployment.parallel
+    if budget is None or budget == par.max_num_batched_tokens:
+        return deployment
+    return deployment.model_copy(update={"parallel": par.model_copy(update={"max_num_batched_tokens": budget})})
+
+
+def _halvings(start: int, minimum: int) -> list[int]:
+    """``start``, ``start/2``, ... while at least ``minimum`` (the per-rank budgets the search tries, largest first)."""
+    out = []
+    while start >= minimum:
+        out.append(start)
+        start //= 2
+    return out
+
+
+def _axes(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -> tuple[list, list, Callable]:
+    """The engine's two settings axes, each in the order preferred, and how one pair becomes settings: SGLang
+    (``--chunked-prefill-size``, ``--cuda-graph-max-bs-decode``), vLLM (``--max-num-batched-tokens``,
+    ``--gpu-memory-utilization``). A value given is the only value of its axis (judged as given)."""
     par = deployment.parallel
     if engine is Engine.SGLANG:
         _, default_bs = sglang_default_settings(deployment.device.memory_gib * 1024, par.tp * par.dp)
         batches = [b for b in SGLANG_GRAPH_BATCHES if b <= default_bs]
-        if given.cuda_graph_max_bs is not None:
-            batches = [given.cuda_graph_max_bs]
-        per_rank = (given.chunked_prefill_size // par.dp) if given.chunked_prefill_size else par.tokens_per_rank
-        chunks = []
-        while per_rank >= MIN_PREFILL_PER_RANK:
-            chunks.append(per_rank * par.dp)
-            if given.chunked_prefill_size is not None:
-                break
-            per_rank //= 2
-        return [replace(given, chunked_prefill_size=c, cuda_graph_max_bs=b) for c in chunks for b in batches]
-    if engine is Engine.VLLM:
-        return [replace(given, fraction=f) for f in VLLM_UTILIZATIONS if f > VLLM_DEFAULT_UTILIZATION]
-    return []
+        if given.chunked_prefill_size is not None:
+            chunks = [given.chunked_prefill_size]
+        else:
+            chunks = [t * par.dp for t in _halvings(par.tokens_per_rank, MIN_PREFILL_PER_RANK)]
+        batches = [given.cuda_graph_max_bs] if given.cuda_graph_max_bs is not None else batches
+        return chunks, batches, lambda c, b: replace(given, chunked_prefill_size=c, cuda_graph_max_bs=b, chosen=True)
+    _, min_budget = vllm_serve_batch_defaults(deployment.device.name)
+    if given.max_num_batched_tokens is not None:
+        budgets = [given.max_num_batched_tokens]
+    else:
+        budgets = _halvings(par.tokens_per_rank, min_budget) or [par.tokens_per_rank]
+    fractions = [given.fraction] if given.fraction is not None else list(VLLM_UTILIZATIONS)
+    return budgets, fractions, lambda t, f: replace(given, max_num_batched_tokens=t, fraction=f, chosen=True)
+
+
+def _candidates(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -> list[EngineMemorySettings]:
+    """Settings the engine itself accepts, in the order preferred (:func:`_axes`: the largest per-rank budget
+    first, then SGLang's largest decode CUDA-graph batch or vLLM's lowest utilization; a smaller budget shrinks
+    SGLang's reserve and vLLM's symmetric buffer and activation reserve), the given settings left out. SGLang
+    with a fraction given is judged as given (its formula no longer applies); vLLM's search stops at
+    :data:`VLLM_MAX_PROPOSED_UTILIZATION` and at ``max_num_seqs``, the smallest budget vLLM accepts."""
+    if engine not in (Engine.SGLANG, Engine.VLLM) or (engine is Engine.SGLANG and given.fraction is not None):
+        return []
+    first, second, make = _axes(deployment, engine, given)
+    out = [make(a, b) for a in first for b in second]
+    unchanged = replace(given, max_num_batched_tokens=deployment.parallel.max_num_batched_tokens, chosen=True)
+    return [c for c in out if c != unchanged and c != replace(given, chosen=True)]
 
 
 def settings_reason(
@@ -316,9 +368,20 @@ def settings_reason(
             "itself: no fraction is forced)"
         )
     else:
-        what = f"--gpu-memory-utilization {chosen.fraction:g}"
+        budget = chosen.max_num_batched_tokens or par.max_num_batched_tokens
+        what = f"--max-num-batched-tokens {budget} (tokens per DP rank) --gpu-memory-utilization " + (
+            f"{chosen.fraction:g}" if chosen.fraction is not None else f"{VLLM_DEFAULT_UTILIZATION:g} (vLLM's default)"
+        )
+        smaller = (
+            f"; the budget {budget} instead of {par.max_num_batched_tokens} sizes the DeepGEMM symmetric buffer "
+            "and the activation reserve smaller"
+            if budget < par.max_num_batched_tokens
+            else ""
+        )
         basis = (
-            f"at {default.share.fraction:g} it does not fit ({short}); moe-oracle proposes at most "
+            f"at {par.max_num_batched_tokens} tokens per rank and {default.share.fraction:g} it does not fit "
+            f"({short}){smaller}; the largest budget that holds the model's whole context is preferred, then the "
+            f"largest that holds at least {MIN_CONTEXT:,} tokens; moe-oracle proposes at most "
             f"{VLLM_MAX_PROPOSED_UTILIZATION:g}"
         )
     return f"engine settings chosen by moe-oracle: {what}, because {basis}"
@@ -343,7 +406,7 @@ def fitting_settings(
         buffers, detail = buffer_for(cand) if buffer_for is not None else (0, "")
         fit = measure_fit(
             model,
-            deployment,
+            budget_deployment(deployment, cand),
             engine,
             conversions=conversions,
             buffer_bytes=buffers,

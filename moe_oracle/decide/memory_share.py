@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moe_oracle.rules import Engine
+from moe_oracle.spec.device import DEVICES
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -46,10 +47,13 @@ class MemoryShare:
 #: (the rest of the GPU is what vLLM's profiler does not see: NCCL, the CUDA context, other processes).
 VLLM_DEFAULT_UTILIZATION = 0.9
 VLLM_MAX_PROPOSED_UTILIZATION = 0.95
+VLLM_SHARE_HOLDS = (
+    "the share holds weights, the profiled activation peak, the CUDA-graph estimate and the KV cache "
+    "(vllm 0.33 v1/worker/gpu_worker.py:707-757)"
+)
 VLLM_SHARE_SOURCE = (
     "vLLM's CacheConfig.gpu_memory_utilization default (https://docs.vllm.ai/en/latest/configuration/engine_args.html);"
-    " the share holds weights, the profiled activation peak, the CUDA-graph estimate and the KV cache "
-    "(vllm 0.33 v1/worker/gpu_worker.py:707-757)"
+    f" {VLLM_SHARE_HOLDS}"
 )
 
 #: The runtime reserve inside vLLM's share (and moe-oracle's runtime alone): CUDA graphs (a fixed allowance)
@@ -63,6 +67,24 @@ RESERVE_SOURCE = (
     "router logits and expert inputs of one step); vLLM profiles its own at start and subtracts it from its share "
     "(v1/worker/gpu_worker.py:707-757)"
 )
+
+
+def vllm_serve_batch_defaults(device: str | None) -> tuple[int, int]:
+    """``(max_num_batched_tokens, max_num_seqs)`` ``vllm serve`` defaults to on ``device`` (a catalogue name).
+
+    vLLM 0.33 ``engine/arg_utils.py get_batch_defaults`` (OPENAI_API_SERVER): >= 160 GiB (B200, B300,
+    MI355X) 16384 / 1024; >= 70 GiB except A100 (H100, H200) 8192 / 1024; otherwise 2048 / 256.
+    ``max_num_seqs`` is also the smallest ``--max-num-batched-tokens`` vLLM accepts
+    (``config/scheduler.py`` ``_verify_args``: "max_num_batched_tokens ... must be greater than or equal to
+    max_num_seqs").
+    """
+    spec = DEVICES.get(device or "")
+    memory = spec.memory_gib if spec is not None else 0.0
+    if memory >= 160:
+        return 16384, 1024
+    if memory >= 70 and "a100" not in (device or ""):
+        return 8192, 1024
+    return 2048, 256
 
 
 def runtime_reserve_bytes(tokens_per_rank: int, hidden: int) -> int:
@@ -212,13 +234,25 @@ class EngineMemorySettings:
 
     ``fraction``: ``--gpu-memory-utilization`` / ``--mem-fraction-static`` as given; ``chunked_prefill_size``
     and ``cuda_graph_max_bs``: SGLang's ``--chunked-prefill-size`` (the command-line value) and
-    ``--cuda-graph-max-bs-decode``; ``a2a_backend``: SGLang's ``--moe-a2a-backend`` the plan sets.
+    ``--cuda-graph-max-bs-decode``; ``max_num_batched_tokens``: vLLM's per-rank token budget when given or
+    chosen (None: the deployment's, which the settings search may lower); ``a2a_backend``: SGLang's
+    ``--moe-a2a-backend`` the plan sets; ``chosen``: moe-oracle chose these settings (the engine's defaults do
+    not fit), the user did not give them.
     """
 
     fraction: float | None = None
     chunked_prefill_size: int | None = None
     cuda_graph_max_bs: int | None = None
+    max_num_batched_tokens: int | None = None
     a2a_backend: str = "none"
+    chosen: bool = False
+
+    def budget(self, dp: int) -> int | None:
+        """The per-rank token budget these settings imply (None: the deployment's): vLLM's
+        ``--max-num-batched-tokens``; SGLang's per-rank prefill chunk, ``--chunked-prefill-size / --attn-dp-size``."""
+        if self.max_num_batched_tokens is not None:
+            return self.max_num_batched_tokens
+        return self.chunked_prefill_size // dp if self.chunked_prefill_size is not None else None
 
 
 def engine_share(
@@ -271,6 +305,14 @@ def engine_share(
             reserve_outside_bytes=reserve,
         )
     if engine is Engine.VLLM:
+        if settings.fraction is not None and settings.chosen:
+            return MemoryShare(
+                "--gpu-memory-utilization",
+                settings.fraction,
+                f"chosen by moe-oracle, not given: at vLLM's default {VLLM_DEFAULT_UTILIZATION:g} these weights, "
+                f"buffers and reserve leave too little KV cache (moe-oracle proposes at most "
+                f"{VLLM_MAX_PROPOSED_UTILIZATION:g}; see the engine settings chosen); {VLLM_SHARE_HOLDS}",
+            )
         if settings.fraction is not None:
             return MemoryShare("--gpu-memory-utilization", settings.fraction, "given (--memory-fraction)")
         return MemoryShare("--gpu-memory-utilization", VLLM_DEFAULT_UTILIZATION, VLLM_SHARE_SOURCE)

@@ -20,7 +20,7 @@ from typing import Any
 
 from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.decide.fit import Fit, chosen_conversions
-from moe_oracle.decide.layout import settle_fit
+from moe_oracle.decide.layout import budget_deployment, settle_fit
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision
@@ -61,6 +61,7 @@ class PlanRequest:
     workload: str = "mixed"
     decode_tokens: int = DEFAULT_DECODE_TOKENS
     memory_fraction: float | None = None
+    budget_given: bool = False
     layout_why: str | None = None
     #: Engine memory settings already chosen (a re-plan at the per-rank budget they imply) and why.
     settings: EngineMemorySettings | None = None
@@ -84,6 +85,7 @@ class PlanRequest:
             workload=opts.workload,
             decode_tokens=opts.decode_tokens,
             memory_fraction=opts.memory_fraction,
+            budget_given=opts.budget_given,
             layout_why=asked.layout_why,
             description=asked.model,
         )
@@ -108,6 +110,7 @@ class PlanRequest:
                 workload=self.workload,
                 decode_tokens=self.decode_tokens,
                 memory_fraction=self.memory_fraction,
+                budget_given=self.budget_given,
             ),
             layout_why=self.layout_why,
         )
@@ -420,7 +423,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         backend=backend,
         variant=variant,
         user_env=dict(req.env),
-        memory=req.settings or EngineMemorySettings(fraction=req.memory_fraction),
+        memory=req.settings or resolved.asked.given_settings(),
     )
     fit, ctx.memory, settings_why = context_fit(ctx)
     budget = settled_budget(active_dep, ctx.memory)
@@ -472,14 +475,12 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
 
 
 def settled_budget(deployment: Deployment, settings: EngineMemorySettings) -> int | None:
-    """The per-rank token budget the chosen engine settings imply when it differs from the deployment's: SGLang's
-    per-rank prefill chunk is ``--chunked-prefill-size / --attn-dp-size``, and the decision (and moe-oracle's
-    plug-in inside SGLang, which decides at that chunk) must be made at it."""
-    if settings.chunked_prefill_size is None:
-        return None
+    """The per-rank token budget the chosen engine settings imply when it differs from the deployment's
+    (:meth:`EngineMemorySettings.budget`: vLLM's ``--max-num-batched-tokens``, SGLang's per-rank prefill chunk):
+    the decision (and moe-oracle's plug-in inside the engine, which decides at that budget) must be made at it."""
     par = deployment.parallel
-    per_rank = settings.chunked_prefill_size // par.dp
-    return per_rank if per_rank != par.max_num_batched_tokens else None
+    per_rank = settings.budget(par.dp)
+    return per_rank if per_rank is not None and per_rank != par.max_num_batched_tokens else None
 
 
 def _symmetric_total(parts: EngineParts) -> tuple[int, str]:
@@ -508,7 +509,9 @@ def context_fit(ctx: PlanContext) -> tuple[Fit, EngineMemorySettings, str | None
     eng = engine_module(ctx.decision.engine)
 
     def parts_for(settings: EngineMemorySettings) -> EngineParts:
-        return eng.build(dataclasses.replace(ctx, memory=settings))
+        return eng.build(
+            dataclasses.replace(ctx, memory=settings, deployment=budget_deployment(ctx.deployment, settings))
+        )
 
     given = dataclasses.replace(ctx.memory, a2a_backend=_a2a_backend(parts_for(ctx.memory)))
     return settle_fit(
@@ -542,13 +545,14 @@ def decision_fit(
 
 
 def settled_decision(
-    decide_at: Callable[[int | None], Decision], model_arg: str, memory_fraction: float | None, env: dict[str, str]
+    decide_at: Callable[[int | None], Decision], model_arg: str, given: EngineMemorySettings, env: dict[str, str]
 ) -> tuple[Decision, Fit, str | None]:
     """A decision and its fit as ``select`` and the matrix make them, the way :func:`build_plan` does: decide
-    (``decide_at(None)``), fit (:func:`decision_fit`), and when the engine settings that fit imply another per-rank
-    budget, decide again at it (``decide_at(budget)``) and fit at those settings. Returns the settings' reason."""
+    (``decide_at(None)``), fit (:func:`decision_fit`) at the engine settings ``given``, and when the engine settings
+    that fit imply another per-rank budget, decide again at it (``decide_at(budget)``) and fit at those settings.
+    Returns the settings' reason."""
     decision = decide_at(None)
-    fit, settings, why = decision_fit(model_arg, decision, EngineMemorySettings(fraction=memory_fraction), env)
+    fit, settings, why = decision_fit(model_arg, decision, given, env)
     budget = settled_budget(decision.deployment, settings)
     if budget is not None:
         decision = decide_at(budget)

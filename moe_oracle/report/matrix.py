@@ -289,7 +289,7 @@ def _decide_and_fit(spec: ScenarioSpec, reg: Registry) -> tuple[Decision, Fit]:
     def decide_at(budget: int | None) -> Decision:
         return question.at_budget(budget).decide(registry=reg)
 
-    decision, fit, _ = settled_decision(decide_at, spec.model_source, options.memory_fraction, options.env)
+    decision, fit, _ = settled_decision(decide_at, spec.model_source, question.asked.given_settings(), options.env)
     return decision, fit
 
 

@@ -85,23 +85,6 @@ def check_argv(argv: list[str] | tuple[str, ...]) -> None:
         raise AssertionError(f"vLLM plan emits flags outside the checked vocabulary: {unknown}")
 
 
-def serve_batch_defaults(device: str | None) -> tuple[int, int]:
-    """``(max_num_batched_tokens, max_num_seqs)`` ``vllm serve`` defaults to on ``device`` (a catalogue name).
-
-    vLLM 0.33 ``engine/arg_utils.py get_batch_defaults`` (OPENAI_API_SERVER): >= 160 GiB (B200, B300,
-    MI355X) 16384 / 1024; >= 70 GiB except A100 (H100, H200) 8192 / 1024; otherwise 2048 / 256.
-    """
-    from moe_oracle.spec.device import DEVICES
-
-    spec = DEVICES.get(device or "")
-    memory = spec.memory_gib if spec is not None else 0.0
-    if memory >= 160:
-        return 16384, 1024
-    if memory >= 70 and "a100" not in (device or ""):
-        return 8192, 1024
-    return 2048, 256
-
-
 def supported(version: str) -> bool:
     from packaging.specifiers import SpecifierSet
     from packaging.version import InvalidVersion, Version

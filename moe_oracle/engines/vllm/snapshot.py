@@ -355,7 +355,7 @@ def batch_defaults_for(device: str | None, world: int, tokens: int, seqs: int) -
     taken as defaults, and the named device's ``vllm serve`` defaults are used instead. Anything
     else was set by the operator and stays.
     """
-    from moe_oracle.engines.vllm.flags import serve_batch_defaults
+    from moe_oracle.decide.memory_share import vllm_serve_batch_defaults as serve_batch_defaults
 
     gpu_tokens, gpu_seqs = serve_batch_defaults(device)
     notes = []
