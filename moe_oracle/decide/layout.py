@@ -333,7 +333,12 @@ def _axes(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -
     else:
         budgets = _halvings(par.tokens_per_rank, min_budget) or [par.tokens_per_rank]
     fractions = [given.fraction] if given.fraction is not None else list(VLLM_UTILIZATIONS)
-    return budgets, fractions, lambda t, f: replace(given, max_num_batched_tokens=t, fraction=f, chosen=True)
+
+    def make(budget: int, fraction: float | None) -> EngineMemorySettings:
+        lowered = budget if budget != par.max_num_batched_tokens or given.max_num_batched_tokens else None
+        return replace(given, max_num_batched_tokens=lowered, fraction=fraction, chosen=True)
+
+    return budgets, fractions, make
 
 
 def _candidates(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -> list[EngineMemorySettings]:
@@ -345,9 +350,7 @@ def _candidates(deployment: Deployment, engine: Engine, given: EngineMemorySetti
     if engine not in (Engine.SGLANG, Engine.VLLM) or (engine is Engine.SGLANG and given.fraction is not None):
         return []
     first, second, make = _axes(deployment, engine, given)
-    out = [make(a, b) for a in first for b in second]
-    unchanged = replace(given, max_num_batched_tokens=deployment.parallel.max_num_batched_tokens, chosen=True)
-    return [c for c in out if c != unchanged and c != replace(given, chosen=True)]
+    return [c for c in (make(a, b) for a in first for b in second) if c != replace(given, chosen=True)]
 
 
 def settings_reason(

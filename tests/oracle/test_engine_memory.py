@@ -1,5 +1,5 @@
 """Engine-true memory: SGLang's own --mem-fraction-static, each kind of weight placed as the engine places it,
-and the SGLang DeepSeek-V4-Pro plan on 8 x H200 that the fit settles."""
+and the SGLang and vLLM DeepSeek-V4-Pro plans on 8 x H200 that the fit settles."""
 
 from __future__ import annotations
 
@@ -163,4 +163,60 @@ def test_a_given_fraction_is_judged_as_given():
         "plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang", "--memory-fraction", "0.5"
     )
     assert r.code == 7 and "--mem-fraction-static 0.5" in r.err
-    assert "Fix: engine settings: without --memory-fraction, --chunked-prefill-size" in r.err  # before more GPUs
+    assert "Fix: engine settings: without --memory-fraction 0.5, --chunked-prefill-size" in r.err  # before more GPUs
+
+
+def _argv_value(argv, flag):
+    return argv[argv.index(flag) + 1]
+
+
+def test_v4_pro_vllm_plan_on_8_h200_lowers_the_token_budget():
+    """vLLM's defaults (8192 tokens per rank: a 7.36 GiB DeepGEMM buffer) leave too little KV cache even at the
+    0.95 ceiling: the plan lowers --max-num-batched-tokens (buffer and activation reserve shrink with it), keeps it
+    at least vLLM's max_num_seqs (1024 on H200), writes both flags, and is decided again at that budget (the
+    fingerprint select gives for the same flags)."""
+    args = ("deepseek-ai/DeepSeek-V4-Pro", "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm", "--json")
+    r = cli("plan", *args)
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    (cmd,) = plan["commands"]
+    budget = int(_argv_value(cmd["argv"], "--max-num-batched-tokens"))
+    assert 1024 <= budget < 8192 and float(_argv_value(cmd["argv"], "--gpu-memory-utilization")) <= 0.95
+    fit = plan["fit"]
+    assert fit["verdict"] == "FITS" and fit["max_context_one_sequence"] == 1_048_576
+    assert fit["memory_fraction_source"].startswith("chosen by moe-oracle, not given")
+    buffers = next(i for i in fit["per_rank"] if i["label"] == "symmetric buffers / heaps")
+    assert buffers["gib"] < 7.36 / 2  # at most half the budget, at most about half the buffer
+    why = plan["settings_chosen"]
+    assert why.startswith(f"engine settings chosen by moe-oracle: --max-num-batched-tokens {budget}")
+    assert "at 8192 tokens per rank and 0.9 it does not fit" in why and "at most 0.95" in why
+    assert plan["decision"]["inputs"]["deployment"]["parallel"]["max_num_batched_tokens"] == budget
+    select = json.loads(cli("select", *args).out)
+    assert select["fingerprint"] == plan["fingerprint"] and select["settings_chosen"] == why
+    text = cli("plan", *args[:-1]).out
+    assert "share: chosen by moe-oracle" in text and "share: given" not in text
+
+
+def test_a_given_token_budget_is_judged_as_given():
+    """A typed --max-num-batched-tokens is not lowered: refused (exit 7), the fix naming the smaller budget."""
+    args = ("plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm")
+    r = cli(*args, "--max-num-batched-tokens", "16384")
+    assert r.code == 7, r.out
+    assert "Fix: engine settings: without --max-num-batched-tokens 16384, --max-num-batched-tokens " in r.err
+    named = int(r.err.split("without --max-num-batched-tokens 16384, --max-num-batched-tokens ")[1].split()[0])
+    assert 1024 <= named < 16384
+    ok = cli(*args, "--max-num-batched-tokens", str(named), "--json")
+    assert ok.code == 0, ok.err
+    assert _argv_value(json.loads(ok.out)["commands"][0]["argv"], "--max-num-batched-tokens") == str(named)
+
+
+def test_vllm_budget_search_stops_at_max_num_seqs():
+    from moe_oracle.decide.layout import _candidates
+    from moe_oracle.decide.memory_share import EngineMemorySettings
+
+    dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
+    cands = _candidates(dep, Engine.VLLM, EngineMemorySettings())
+    assert {c.max_num_batched_tokens for c in cands} == {None, 4096, 2048, 1024}  # None: 8192, the deployment's
+    assert cands[0] == EngineMemorySettings(fraction=0.92, chosen=True)  # the largest budget first
+    given = _candidates(dep, Engine.VLLM, EngineMemorySettings(max_num_batched_tokens=8192))
+    assert {c.max_num_batched_tokens for c in given} == {8192}
