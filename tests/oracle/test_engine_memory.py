@@ -220,3 +220,14 @@ def test_vllm_budget_search_stops_at_max_num_seqs():
     assert cands[0] == EngineMemorySettings(fraction=0.92, chosen=True)  # the largest budget first
     given = _candidates(dep, Engine.VLLM, EngineMemorySettings(max_num_batched_tokens=8192))
     assert {c.max_num_batched_tokens for c in given} == {8192}
+
+
+def test_the_share_line_says_given_only_when_the_user_gave_it():
+    from moe_oracle.decide.memory_share import EngineMemorySettings
+
+    dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
+    model = resolve_model(V4_PRO)
+    given = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95))
+    chosen = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95, chosen=True))
+    assert "  share: given (--memory-fraction)" in given.lines()
+    assert chosen.lines()[1].startswith("  share: chosen by moe-oracle, not given: at vLLM's default 0.9")
