@@ -11,6 +11,8 @@ from enum import Enum
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from moe_oracle.spec.device_memory import DRIVER_MEMORY
+
 
 class Vendor(str, Enum):
     NVIDIA = "nvidia"
@@ -51,7 +53,8 @@ class Arch(str, Enum):
 
 
 class DeviceSpec(BaseModel):
-    """One accelerator model. ``memory_gib`` is the usable HBM per GPU in GiB."""
+    """One accelerator model. ``memory_gib`` is the per-GPU memory in GiB the driver reports (what the engines size
+    their share from); for the catalogue's devices it comes from :data:`DRIVER_MEMORY`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -69,22 +72,22 @@ class DeviceSpec(BaseModel):
         return self.arch.vendor
 
 
-def _d(**kw: object) -> DeviceSpec:
-    return DeviceSpec(**kw)  # type: ignore[arg-type]
+def _d(name: str, **kw: object) -> DeviceSpec:
+    return DeviceSpec(name=name, memory_gib=DRIVER_MEMORY[name].gib, **kw)  # type: ignore[arg-type]
 
 
-#: Known devices. Memory and rates are datasheet figures (leads, not measurements).
+#: Known devices. Memory is what the driver reports (``DRIVER_MEMORY``, with sources); SM counts and rates are
+#: datasheet figures (leads, not measurements).
 DEVICES: dict[str, DeviceSpec] = {
     d.name: d
     for d in (
-        _d(name="h100", arch=Arch.SM90, memory_gib=80, sm_count=132, hbm_tb_s=3.35, fp8_tflops=1979),
-        _d(name="h200", arch=Arch.SM90, memory_gib=141, sm_count=132, hbm_tb_s=4.8, fp8_tflops=1979),
-        _d(name="b200", arch=Arch.SM100, memory_gib=180, sm_count=148, hbm_tb_s=8.0, fp8_tflops=4500),
-        _d(name="b300", arch=Arch.SM103, memory_gib=288, sm_count=148, hbm_tb_s=8.0, fp8_tflops=4500),
+        _d(name="h100", arch=Arch.SM90, sm_count=132, hbm_tb_s=3.35, fp8_tflops=1979),
+        _d(name="h200", arch=Arch.SM90, sm_count=132, hbm_tb_s=4.8, fp8_tflops=1979),
+        _d(name="b200", arch=Arch.SM100, sm_count=148, hbm_tb_s=8.0, fp8_tflops=4500),
+        _d(name="b300", arch=Arch.SM103, sm_count=148, hbm_tb_s=8.0, fp8_tflops=4500),
         _d(
             name="gb200",
             arch=Arch.SM100,
-            memory_gib=186,
             sm_count=148,
             gpus_per_node=4,
             domain_size=72,
@@ -94,16 +97,15 @@ DEVICES: dict[str, DeviceSpec] = {
         _d(
             name="gb300",
             arch=Arch.SM103,
-            memory_gib=288,
             sm_count=148,
             gpus_per_node=4,
             domain_size=72,
             hbm_tb_s=8.0,
             fp8_tflops=5000,
         ),
-        _d(name="rtx-pro-6000", arch=Arch.SM120, memory_gib=96, sm_count=188, domain_size=1),
-        _d(name="mi300x", arch=Arch.GFX942, memory_gib=192, sm_count=304, hbm_tb_s=5.3, fp8_tflops=2615),
-        _d(name="mi325x", arch=Arch.GFX942, memory_gib=256, sm_count=304, hbm_tb_s=6.0, fp8_tflops=2615),
-        _d(name="mi355x", arch=Arch.GFX950, memory_gib=288, sm_count=256, hbm_tb_s=8.0, fp8_tflops=5000),
+        _d(name="rtx-pro-6000", arch=Arch.SM120, sm_count=188, domain_size=1),
+        _d(name="mi300x", arch=Arch.GFX942, sm_count=304, hbm_tb_s=5.3, fp8_tflops=2615),
+        _d(name="mi325x", arch=Arch.GFX942, sm_count=304, hbm_tb_s=6.0, fp8_tflops=2615),
+        _d(name="mi355x", arch=Arch.GFX950, sm_count=256, hbm_tb_s=8.0, fp8_tflops=5000),
     )
 }
