@@ -119,7 +119,7 @@ class Fit:
     def lines(self) -> list[str]:
         """The fit as text, one budget line each, then the verdict."""
         out = [
-            f"memory per rank ({self.device}, {self.hbm_bytes / GIB:.0f} GiB; engine share {self.share.fraction:g}"
+            f"memory per rank ({self.device}, {self.hbm_bytes / GIB:.2f} GiB; engine share {self.share.fraction:g}"
             + (f" = {self.share.flag}" if self.share.flag else "")
             + f": {self.usable_bytes / GIB:.1f} GiB)",
             f"  share: {self.share.source}",

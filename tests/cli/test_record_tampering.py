@@ -70,7 +70,7 @@ def test_edited_inputs_with_the_old_fingerprint_are_named(tmp_path, record):
     ("edit", "needle"),
     [
         ({"name": "h100", "arch": "sm100"}, "arch sm100 (the catalogue's: sm90)"),
-        ({"memory_gib": 0.001}, "memory_gib 0.001 (the catalogue's: 141.0)"),
+        ({"memory_gib": 0.001}, "memory_gib 0.001 (the catalogue's: 139.8)"),
     ],
 )
 def test_a_device_that_is_not_the_catalogues_is_refused(tmp_path, record, edit, needle):

@@ -15,9 +15,10 @@ from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import PartKind
 from moe_oracle.rules import Engine
+from moe_oracle.spec.device import DEVICES
 from tests.cli.runner import cli
 
-H200_MIB = 141 * 1024
+H200_MIB = DEVICES["h200"].memory_gib * 1024  # what the driver reports (139.80 GiB), not the marketing 141
 V4_PRO = "deepseek-ai/DeepSeek-V4-Pro"
 GLM5 = "zai-org/GLM-5-FP8"
 
@@ -28,12 +29,12 @@ GLM5 = "zai-org/GLM-5-FP8"
     [
         # V4 (no prefill graph), DP attention 8, the old plan's chunk 8192 x 8: 512 + 1.5 x 65536 + 8/8 x 1024
         # + graphs 512 x 2 + 512 x 8 x 3 + 512 x 8 x 1.5 = 119296 MiB
-        (SGLangMemoryInputs(H200_MIB, 65536, 512, 8, 1, 8, mla=False, prefill_graph=False), 119296, 0.174),
+        (SGLangMemoryInputs(H200_MIB, 65536, 512, 8, 1, 8, mla=False, prefill_graph=False), 119296, 0.167),
         # the cookbook's TP 8 attention, chunk 4096: 512 + 6144 + 1024 + 1024 = 8704, below the 10240 floor
-        (SGLangMemoryInputs(H200_MIB, 4096, 512, 8, 1, 1, mla=False, prefill_graph=False), 10240, 0.929),
+        (SGLangMemoryInputs(H200_MIB, 4096, 512, 8, 1, 1, mla=False, prefill_graph=False), 10240, 0.928),
         # GLM-5 (MLA, prefill graph 1536), DP 8, chunk 8192, decode graphs of 64: 512 + 12288 + 1024 + (128 + 1536
         # + 1536) = 17024
-        (SGLangMemoryInputs(H200_MIB, 8192, 64, 8, 1, 8, mla=True, prefill_graph=True), 17024, 0.882),
+        (SGLangMemoryInputs(H200_MIB, 8192, 64, 8, 1, 8, mla=True, prefill_graph=True), 17024, 0.881),
         # B200 defaults for a non-MLA model, TP 8: chunk 16384, 512 graphs, 74 prefill graph sizes x 8 = 592
         (SGLangMemoryInputs(180 * 1024, 16384, 512, 8, 1, 1, mla=False, prefill_graph=True), 27728, 0.85),
     ],
@@ -106,12 +107,12 @@ def test_fit_table_shows_each_kind_with_its_placement():
     rows = {i.label: i.detail for i in fit.items}
     assert rows["embedding"] == "replicated" and rows["LM head"] == "over 8 (tp)"
     assert rows["attention"].startswith("whole on each rank")
-    assert fit.share.fraction == 0.174 and not fit.fits  # SGLang's own default for --chunked-prefill-size 65536
+    assert fit.share.fraction == 0.167 and not fit.fits  # SGLang's own default for --chunked-prefill-size 65536
 
 
 def test_v4_pro_sglang_plan_on_8_h200_golden():
     """Issue #23's done-when: sm90_fp8xfp4 through moe-oracle's runtime with a complete command, and the engine
-    settings that make it fit by SGLang's own formula (its defaults give 0.174 for --chunked-prefill-size 65536)."""
+    settings that make it fit by SGLang's own formula (its defaults give 0.167 for --chunked-prefill-size 65536)."""
     r = cli("plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang", "--json")
     assert r.code == 0, r.err
     plan = json.loads(r.out)
@@ -125,11 +126,11 @@ def test_v4_pro_sglang_plan_on_8_h200_golden():
     i = argv.index
     assert argv[i("--chunked-prefill-size") + 1] == "8192" and argv[i("--cuda-graph-max-bs-decode") + 1] == "64"
     assert "--disable-shared-experts-fusion" in argv and "--moe-a2a-backend" not in argv
-    assert "--mem-fraction-static" not in argv  # SGLang picks 0.893 itself for these flags
+    assert "--mem-fraction-static" not in argv  # SGLang picks 0.892 itself for these flags
     fit = plan["fit"]
-    assert fit["verdict"] == "FITS" and fit["memory_fraction"] == 0.893
+    assert fit["verdict"] == "FITS" and fit["memory_fraction"] == 0.892
     assert fit["max_context_one_sequence"] == 1_048_576
-    assert "chosen by moe-oracle" in plan["settings_chosen"] and "0.174" in plan["settings_chosen"]
+    assert "chosen by moe-oracle" in plan["settings_chosen"] and "0.167" in plan["settings_chosen"]
     text = cli("plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "sglang").out
     launch = text[text.index("## Launch") : text.index("## Memory fit")]
     words = shlex.split(launch.replace("\\\n", " ").split("\n", 2)[1] + " " + launch.split("\n", 2)[2])
