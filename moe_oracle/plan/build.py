@@ -3,9 +3,10 @@
 The decision is :func:`moe_oracle.decide.selection.decide` with the target engine's semantics. When
 the requested expert-parallel group crosses an NVLink/XGMI domain, the same model is decided
 again on one domain-sized replica (e.g. DP8+EP8 instead of DP16+EP16); the replica layout is
-adopted when it runs a fused backend that the requested layout cannot (published with
-https://github.com/vllm-project/DeepGEMM/pull/44: two DP8+EP8
-replicas behind a router), and shown as the considered alternative otherwise.
+adopted when it runs a fused backend that the requested layout cannot (two DP8+EP8 replicas behind a
+router, as the only published SM90 mega-MoE serving figures ran it: a vLLM pull request description that
+depends on vllm-project/DeepGEMM#44, neither publicly located on 2026-12-01), and shown as the considered
+alternative otherwise.
 """
 
 from __future__ import annotations
