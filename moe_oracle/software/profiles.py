@@ -171,27 +171,30 @@ def _profile_sglang_0523() -> SoftwareProfile:
 def _profile_sglang_0523_moe_oracle() -> SoftwareProfile:
     """SGLang 0.5.23 with moe-oracle's plug-in and a DeepGEMM build that has the SM90 FP8xFP4 mega kernel.
 
-    SGLang imports DeepGEMM as the module ``deep_gemm``, which sgl-deep-gemm 0.2.3.post2 provides; the
-    PR #323 build installs the same module, so it takes sgl-deep-gemm's place for SGLang's own DeepGEMM
-    calls too (``note`` says what that leaves unverified).
+    SGLang imports DeepGEMM as the module ``deep_gemm``. The PR #323 build installs that module with
+    ``sgl_deep_gemm/__init__.py`` as its front end (PR #323's ``build_sgl_deep_gemm.sh``; moe-oracle's H200 build
+    stages the same file), in place of sgl-deep-gemm 0.2.3.post2, so the profile's entry points are that front
+    end's (the ``deepgemm-pr323`` build); docs/engines.md lists which of SGLang's own DeepGEMM calls it exports.
     """
     base = _profile_sglang_0523()
+    pr323 = known_builds()["deepgemm-pr323"]
     deep_gemm = LibraryBuild(
         name="deep_gemm",
-        dist="DeepGEMM PR #323 build in place of sgl-deep-gemm 0.2.3.post2 (one deep_gemm module)",
+        dist="DeepGEMM PR #323 build (sgl_deep_gemm front end) in place of sgl-deep-gemm 0.2.3.post2",
         version=None,
-        symbols=base.libraries["deep_gemm"].symbols | _SM90_FP4_DG,
-        builds=frozenset({"deepgemm-pr323", "sgl-deep-gemm-0.2.3.post2"}),
-        note="https://github.com/deepseek-ai/DeepGEMM/pull/323"
-        ": _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds; no sgl-deep-gemm release has it. "
-        "Unverified: SGLang's own DeepGEMM calls (dense FP8 GEMMs) with the PR #323 module instead of "
-        "sgl-deep-gemm's",
+        symbols=pr323.symbols,
+        builds=frozenset({pr323.name, "sgl-deep-gemm-0.2.3.post2"}),
+        note="https://github.com/deepseek-ai/DeepGEMM/pull/323 (8ddf7f96) sgl_deep_gemm/__init__.py: exports "
+        "fp8_fp4_mega_moe (SM90: _C.fp8_fp4_mega_moe_sm90), fp8_mega_moe, mega_moe_pre_dispatch_sm90, "
+        "get_symm_buffer_for_sm90_mega_moe, transform_weights_for_mega_moe_sm90(_fp4) and SGLang's dense, grouped "
+        "and attention GEMMs; not nvfp4_mega_moe nor get_block_m_for_mega_moe (docs/engines.md, SGLang section). "
+        "No sgl-deep-gemm release has _C.fp8_fp4_mega_moe_sm90",
     )
     return _with_plugin(
         base,
         "sglang-0.5.23+moe-oracle",
         "SGLang 0.5.23 + moe-oracle's plug-in (its runtime inside SGLang, entry point sglang.srt.plugins) + a "
-        "DeepGEMM build with the SM90 FP8xFP4 mega kernel (PR #323).",
+        "DeepGEMM build with the SM90 FP8xFP4 mega kernel (PR #323, sgl_deep_gemm front end).",
         deep_gemm,
         "SGLang",
     )

@@ -297,14 +297,15 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
         )
     if sm90:
         notes.append(
-            "Install a DeepGEMM build with the SM90 FP8xFP4 mega kernel (_C.fp8_fp4_mega_moe_sm90, DeepGEMM PR #323) "
-            "into SGLang's environment: it provides the deep_gemm module in place of sgl-deep-gemm 0.2.3.post2, "
-            "which has no SM90 FP4 kernel. SGLang's own DeepGEMM calls with that module, checked against PR #323's "
-            "Python API (8ddf7f96): every dense and attention kernel it calls exists (fp8_gemm_nt, "
-            "m_grouped_fp8_gemm_nt_contiguous, fp8_m_grouped_gemm_nt_masked, the BF16 GEMMs, fp8_einsum, the MQA "
-            "logits kernels, transform_sf_into_required_layout, deep_gemm.utils.layout); SGLang's own SM90 FP8 megamoe "
-            "does not run with it (fp8_mega_moe and mega_moe_pre_dispatch_sm90 are not exported at the module's top "
-            "level, so layers/moe/mega_moe_sm90.py:29-38 reports it unavailable), which this plan does not use."
+            "Install a DeepGEMM build with the SM90 FP8xFP4 mega kernel (_C.fp8_fp4_mega_moe_sm90, DeepGEMM PR #323, "
+            "8ddf7f96) into SGLang's environment, built the way PR #323's build_sgl_deep_gemm.sh builds it: the "
+            "deep_gemm module with sgl_deep_gemm/__init__.py as its front end, in place of sgl-deep-gemm 0.2.3.post2 "
+            "(which has no SM90 FP4 kernel). Checked against that front end: every dense and attention kernel SGLang "
+            "calls exists (fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, fp8_m_grouped_gemm_nt_masked, the BF16 "
+            "GEMMs, fp8_einsum, the MQA logits kernels, transform_sf_into_required_layout, deep_gemm.utils.layout), "
+            "and so do fp8_mega_moe and mega_moe_pre_dispatch_sm90 (SGLang's own SM90 FP8 megamoe, "
+            "layers/moe/mega_moe_sm90.py:29-38, which this plan does not use); it lacks nvfp4_mega_moe (SGLang's "
+            "SM100 NVFP4 megamoe) and get_block_m_for_mega_moe (docs/engines.md lists every symbol)."
         )
     return derived
 
