@@ -14,8 +14,11 @@ GLM5_FP8 = "zai-org/GLM-5-FP8"
 
 
 def _plan(model: str, device: str = "b200", *, lossy: bool = False):
+    """SGLang's release profile: its sgl-deep-gemm 0.2.3.post2 has nvfp4_mega_moe, which the default profile's
+    DeepGEMM PR #323 front end lacks."""
     flags = DeploymentFlags(device=device, dp=8, ep=8)
-    return build_plan(PlanRequest(model, flags, Engine.SGLANG, conversion=ConversionOptions(allow_lossy=lossy)))
+    conversion = ConversionOptions(allow_lossy=lossy)
+    return build_plan(PlanRequest(model, flags, Engine.SGLANG, software="sglang-0.5.23", conversion=conversion))
 
 
 def test_fp32_scaled_fp8_on_b200_is_offered_the_online_nvfp4_route_only_under_the_opt_in() -> None:
