@@ -75,8 +75,8 @@ def vllm_serve_batch_defaults(device: str | None) -> tuple[int, int]:
     vLLM 0.33 ``engine/arg_utils.py get_batch_defaults`` (OPENAI_API_SERVER): >= 160 GiB (B200, B300,
     MI355X) 16384 / 1024; >= 70 GiB except A100 (H100, H200) 8192 / 1024; otherwise 2048 / 256.
     ``max_num_seqs`` is also the smallest ``--max-num-batched-tokens`` vLLM accepts
-    (``config/scheduler.py`` ``_verify_args``: "max_num_batched_tokens ... must be greater than or equal to
-    max_num_seqs").
+    (``SchedulerConfig.verify_max_model_len``: "max_num_batched_tokens ... must be greater than or equal to
+    max_num_seqs", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/scheduler.py#L331-L335).
     """
     spec = DEVICES.get(device or "")
     memory = spec.memory_gib if spec is not None else 0.0
