@@ -137,9 +137,10 @@ def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
             assert f.max_rel_error < 0.08 and f.fixed_us > 0 and f.us_per_expert > 0, (cal.variant, f)
 
 
-def test_published_ep8_points_are_marked_unmeasured():
+def test_reported_ep8_points_are_marked_unmeasured_and_unverifiable():
     cals = [c for c in load_calibrations() if c.device == "h200" and c.ep == 8]
-    assert cals and all(not c.measured and "published" in c.source for c in cals)
+    # not measured here, and the source says it cannot be checked (no public pull request was found)
+    assert cals and all(not c.measured and "not verifiable" in c.source for c in cals)
 
 
 def test_max_num_seqs_is_the_decode_batch():
