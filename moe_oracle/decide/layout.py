@@ -279,7 +279,7 @@ SGLANG_GRAPH_BATCHES = (512, 256, 128, 64, 32)
 MIN_PREFILL_PER_RANK = 256
 #: vLLM utilizations the settings search tries at each per-rank budget: vLLM's default (None: not written),
 #: then higher ones up to the stated ceiling.
-VLLM_UTILIZATIONS = (None, 0.92, VLLM_MAX_PROPOSED_UTILIZATION)
+VLLM_UTILIZATIONS = (None, VLLM_MAX_PROPOSED_UTILIZATION)
 
 #: ``settings -> (symmetric bytes per rank, detail)`` for one candidate of engine settings (the plan's buffers).
 BufferFor = Callable[[EngineMemorySettings], tuple[int, str]]

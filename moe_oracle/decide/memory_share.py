@@ -1,7 +1,7 @@
 """The engines' memory share of one GPU: what an engine sizes its weights and KV cache against.
 
-vLLM 0.33 (``--gpu-memory-utilization``, default 0.9): the share holds the weights, the profiled
-activation peak, the CUDA-graph memory (estimated before capture and subtracted, on by default:
+vLLM 0.33 (``--gpu-memory-utilization``, default 0.92, ``vllm/config/cache.py:215``): the share holds the
+weights, the profiled activation peak, the CUDA-graph memory (estimated before capture and subtracted, on by default:
 ``VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1``, ``vllm/envs.py:329``; ``v1/worker/gpu_worker.py:707-757``
 ``available_kv_cache_memory_bytes = requested - non_kv_cache_memory - cudagraph_memory_estimate``)
 and the KV cache. moe-oracle cannot profile, so the fit counts a stated estimate for the activations
@@ -45,14 +45,15 @@ class MemoryShare:
 
 #: The vLLM default (``CacheConfig.gpu_memory_utilization``) and the highest utilization moe-oracle proposes
 #: (the rest of the GPU is what vLLM's profiler does not see: NCCL, the CUDA context, other processes).
-VLLM_DEFAULT_UTILIZATION = 0.9
+VLLM_DEFAULT_UTILIZATION = 0.92
 VLLM_MAX_PROPOSED_UTILIZATION = 0.95
 VLLM_SHARE_HOLDS = (
     "the share holds weights, the profiled activation peak, the CUDA-graph estimate and the KV cache "
     "(vllm 0.33 v1/worker/gpu_worker.py:707-757)"
 )
 VLLM_SHARE_SOURCE = (
-    "vLLM's CacheConfig.gpu_memory_utilization default (https://docs.vllm.ai/en/latest/configuration/engine_args.html);"
+    "vLLM 0.33.0's CacheConfig.gpu_memory_utilization default "
+    "(https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py#L215);"
     f" {VLLM_SHARE_HOLDS}"
 )
 

@@ -190,7 +190,7 @@ def test_v4_pro_vllm_plan_on_8_h200_lowers_the_token_budget():
     assert buffers["gib"] < 7.36 / 2  # at most half the budget, at most about half the buffer
     why = plan["settings_chosen"]
     assert why.startswith(f"engine settings chosen by moe-oracle: --max-num-batched-tokens {budget}")
-    assert "at 8192 tokens per rank and 0.9 it does not fit" in why and "at most 0.95" in why
+    assert "at 8192 tokens per rank and 0.92 it does not fit" in why and "at most 0.95" in why
     assert plan["decision"]["inputs"]["deployment"]["parallel"]["max_num_batched_tokens"] == budget
     select = json.loads(cli("select", *args).out)
     assert select["fingerprint"] == plan["fingerprint"] and select["settings_chosen"] == why
@@ -222,7 +222,7 @@ def test_vllm_budget_search_stops_at_max_num_seqs():
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
     cands = _candidates(dep, Engine.VLLM, EngineMemorySettings())
     assert {c.max_num_batched_tokens for c in cands} == {None, 4096, 2048, 1024}  # None: 8192, the deployment's
-    assert cands[0] == EngineMemorySettings(fraction=0.92, chosen=True)  # the largest budget first
+    assert cands[0] == EngineMemorySettings(fraction=0.95, chosen=True)  # the largest budget first, at the ceiling
     given = _candidates(dep, Engine.VLLM, EngineMemorySettings(max_num_batched_tokens=8192))
     assert {c.max_num_batched_tokens for c in given} == {8192}
 
@@ -235,4 +235,4 @@ def test_the_share_line_says_given_only_when_the_user_gave_it():
     given = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95))
     chosen = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95, chosen=True))
     assert "  share: given (--memory-fraction)" in given.lines()
-    assert chosen.lines()[1].startswith("  share: chosen by moe-oracle, not given: at vLLM's default 0.9")
+    assert chosen.lines()[1].startswith("  share: chosen by moe-oracle, not given: at vLLM's default 0.92")

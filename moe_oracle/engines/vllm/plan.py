@@ -138,7 +138,7 @@ def build(ctx: PlanContext) -> EngineParts:
     if par.ep > 1:
         argv.append("--enable-expert-parallel")
     argv += ["--max-num-batched-tokens", str(par.max_num_batched_tokens)]
-    if ctx.memory_fraction is not None:  # the share the memory fit assumed (given, or chosen because 0.9 does not fit)
+    if ctx.memory_fraction is not None:  # the fit's share: given, or chosen because the default does not fit
         argv += ["--gpu-memory-utilization", f"{ctx.memory_fraction:g}"]
     all2all = par.all2all_backend
     shapes = distinct_shapes(ctx.decision)
