@@ -107,3 +107,5 @@ SM90_VALIDATED = (
     "(docs/performance.md); never with EP > 1, never inside vLLM or SGLang on a GPU (the vLLM plug-in ran on "
     "CPU vLLM only)"
 )
+#: the build :data:`SM90_VALIDATED` ran (a shape only other builds serve is read from source only)
+SM90_VALIDATED_BUILDS = ("deepgemm-pr323",)

@@ -60,6 +60,7 @@ _PR411_SRC = "huangzhilin-hzl/DeepGEMM index copies @84cb3854, @008e9db9 csrc/ap
 
 PR440 = BuildSpec(
     name="deepgemm-pr440",
+    url="https://github.com/deepseek-ai/DeepGEMM/pull/440",
     library=LIBRARY,
     title="DeepGEMM PR #440 (fused SM90 FP8 mega-MoE, over nv_dev)",
     provenance=Provenance.OPEN_PR,
@@ -79,6 +80,7 @@ PR440 = BuildSpec(
 
 PR411 = BuildSpec(
     name="deepgemm-pr411",
+    url="https://github.com/deepseek-ai/DeepGEMM/pull/411",
     library=LIBRARY,
     title="DeepGEMM PR #411 (SM90 FP8 x MXFP4 unified persistent kernel)",
     provenance=Provenance.OPEN_PR,
@@ -138,6 +140,7 @@ _PR323_BUFFER = (
 
 PR323 = BuildSpec(
     name="deepgemm-pr323",
+    url="https://github.com/deepseek-ai/DeepGEMM/pull/323",
     library=LIBRARY,
     title="DeepGEMM PR #323 (SM90 FP8 x MXFP4 and FP8 x FP8, sgl_deep_gemm front end)",
     provenance=Provenance.OPEN_PR,
@@ -165,6 +168,7 @@ PR323 = BuildSpec(
 
 SGL_025 = BuildSpec(
     name="sgl-deep-gemm-0.2.5",
+    url="https://pypi.org/project/sgl-deep-gemm/0.2.5/",
     library=LIBRARY,
     title="sgl-deep-gemm 0.2.5 (SM90 FP8 x FP8; SM100 fp8xfp4, fp8xfp8, mxf4, nvfp4, bf16)",
     provenance=Provenance.RELEASE,
@@ -216,6 +220,7 @@ _SGL0232_BUFFER_SRC = (
 
 SGL_0232 = BuildSpec(
     name="sgl-deep-gemm-0.2.3.post2",
+    url="https://pypi.org/project/sgl-deep-gemm/0.2.3.post2/",
     library=LIBRARY,
     title="sgl-deep-gemm 0.2.3.post2 (pinned by SGLang 0.5.23)",
     provenance=Provenance.RELEASE,
@@ -256,6 +261,7 @@ SGL_0232 = BuildSpec(
 
 NV_DEV = BuildSpec(
     name="deepgemm-nv_dev",
+    url="https://github.com/deepseek-ai/DeepGEMM/tree/nv_dev",
     library=LIBRARY,
     title="DeepGEMM nv_dev (PR #383 SM90 FP8 x FP8, PR #409 SM100 NVFP4 x NVFP4)",
     provenance=Provenance.BRANCH,
@@ -297,6 +303,7 @@ NV_DEV = BuildSpec(
 
 DG_282 = BuildSpec(
     name="deepgemm-2.8.2",
+    url="https://pypi.org/project/deepinfer-gemm/2.8.2/",
     library=LIBRARY,
     title="DeepGEMM 2.8.2 (upstream release as repackaged on PyPI; SM100 only)",
     provenance=Provenance.RELEASE,
@@ -327,6 +334,7 @@ DG_282 = BuildSpec(
 
 VLLM_281 = BuildSpec(
     name="vllm-deepgemm-2.8.1",
+    url="https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm",
     library=LIBRARY,
     title="DeepGEMM 2.8.1 vendored by vLLM 0.33.0 (vllm-project/DeepGEMM fork; SM100 only)",
     provenance=Provenance.RELEASE,

@@ -71,7 +71,9 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
             )
             if g.chosen.cost:
                 con.print(f"    cost basis: {escape(g.chosen.cost.basis)}")
-            con.print(f"    validated: {escape(g.chosen.spec.validation_text)}")
+            con.print(f"    validated: {escape(g.chosen.validation_text)}")
+            if g.chosen.unreleased_build:
+                con.print(f"    {escape(g.chosen.unreleased_build)}")
             for line in nearby_advisories(
                 decision.question.advisories, g.chosen.spec, dep.device.arch.value, decision.engine.value
             ):

@@ -24,6 +24,7 @@ from moe_oracle.decide.question import Question
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
+from moe_oracle.rules.build import serving_builds
 from moe_oracle.rules.engine import EngineConversion
 
 #: Share of a GPU's memory the routed experts may take after a conversion.
@@ -111,6 +112,6 @@ def conversion_candidates(question: Question, group: MoELayerGroup, specs: tuple
             cand = Candidate(spec, tuple(reasons), conversion=conv)
             if cand.eligible:
                 cost = workload_cost(spec, converted, question.deployment, question.workload)
-                cand = Candidate(spec, cand.reasons, cost, conv)
+                cand = Candidate(spec, cand.reasons, cost, conv, serving_builds(spec, scenario))
             out.append(cand)
     return out

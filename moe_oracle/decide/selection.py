@@ -25,6 +25,7 @@ from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.rules import Engine, VariantSpec
+from moe_oracle.rules.build import serving_builds
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 
@@ -97,6 +98,7 @@ class GroupDecision:
             "weight_format": self.group.weight_format.value,
             "chosen": None if self.chosen is None else _chosen_json(self.chosen),
             "accuracy_class": None if self.chosen is None else self.chosen.accuracy_class,
+            "unreleased_build": None if self.chosen is None else self.chosen.unreleased_build,
             "fallback": self.fallback,
             "nonfused": None if self.nonfused is None else self.nonfused.to_json(),
             "notes": list(self.notes),
@@ -303,7 +305,8 @@ def _judge(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, .
         reasons = tuple(evaluate_candidate(spec, scenario, question.advisories, question.engine_version))
         cand = Candidate(spec, reasons)
         if cand.eligible:
-            cand = Candidate(spec, reasons, workload_cost(spec, group, question.deployment, question.workload))
+            cost = workload_cost(spec, group, question.deployment, question.workload)
+            cand = Candidate(spec, reasons, cost, builds=serving_builds(spec, scenario))
         cands.append(cand)
     return cands
 

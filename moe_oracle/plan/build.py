@@ -340,7 +340,8 @@ def _groups(decision: Decision) -> list[dict[str, Any]]:
             "chosen": None if g.chosen is None else g.chosen.spec.key,
             "chosen_label": None if g.chosen is None else g.chosen.label,
             "accuracy_class": None if g.chosen is None else g.chosen.accuracy_class,
-            "validation": None if g.chosen is None else g.chosen.spec.validation_text,
+            "validation": None if g.chosen is None else g.chosen.validation_text,
+            "unreleased_build": None if g.chosen is None else g.chosen.unreleased_build,
             "fallback": g.fallback,
         }
         for g in decision.groups

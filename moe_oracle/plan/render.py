@@ -73,6 +73,9 @@ def decision_lines(plan: LaunchPlan, *, max_rejected: int | None = None, all_rea
         if g.get("validation") and g["validation"] not in shown_validation:
             shown_validation.add(g["validation"])
             out.append(f"  validated: {g['validation']}")
+        if g.get("unreleased_build") and g["unreleased_build"] not in shown_validation:
+            shown_validation.add(g["unreleased_build"])
+            out.append(f"  {g['unreleased_build']}")
     arch_only = [] if all_reasons else [r["candidate"] for r in plan.rejected if r["codes"] == ["ARCH_UNSUPPORTED"]]
     shown = [r for r in plan.rejected if r["candidate"] not in arch_only]
     if shown or arch_only:

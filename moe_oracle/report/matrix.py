@@ -49,6 +49,8 @@ class GroupVerdict:
     expected_us: float | None
     conversion: str | None = None  # "mxfp4->fp8_block" when served after a load-time conversion
     accuracy_class: str = "standard"  # see moe_oracle.decide.accuracy_class
+    validated: str = ""  # the candidate's validation for this scenario (Candidate.validation_text)
+    unreleased_build: str | None = None  # Candidate.unreleased_build: which unreleased build serves it, from where
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -61,6 +63,8 @@ class GroupVerdict:
             "conversion": self.conversion,
             "accuracy_class": self.accuracy_class,
             "expected_us": self.expected_us,
+            "validated": self.validated,
+            "unreleased_build": self.unreleased_build,
             "reasons": [r.to_json() for r in self.reasons],
         }
 
@@ -275,7 +279,19 @@ def _group_verdicts(decision: Decision, spec: VariantSpec, fits: bool = True) ->
         chosen = fits and g.chosen is cand
         us = None if cand.cost is None else round(cand.cost.us, 1)
         conv = cand.conversion.label if cand.conversion else None
-        out.append(GroupVerdict(g.group, verdict_of(cand), chosen, cand.reasons, us, conv, cand.accuracy_class))
+        out.append(
+            GroupVerdict(
+                g.group,
+                verdict_of(cand),
+                chosen,
+                cand.reasons,
+                us,
+                conv,
+                cand.accuracy_class,
+                cand.validation_text if cand.eligible else "",
+                cand.unreleased_build,
+            )
+        )
     return tuple(out)
 
 

@@ -72,6 +72,7 @@ class BuildSpec:
     absent) and ``params`` (entry point -> parameter names its Python signature has).
     ``limits``: entry point -> the extra checks a scenario must pass for this build to run it.
     ``token_alignment``: what the build's ``get_token_alignment_*`` returns (tokens; by arch name).
+    ``url``: the public page a user obtains the build from (a PyPI release, a branch, a pull request).
     """
 
     name: str
@@ -89,6 +90,7 @@ class BuildSpec:
     limits: Mapping[str, tuple[Check, ...]] = field(default_factory=dict, compare=False)
     token_alignment: Mapping[str, int] = field(default_factory=dict)
     note: str = ""
+    url: str = ""
 
     def __post_init__(self) -> None:
         unknown = sorted((set(self.marks) | set(self.params) | set(self.limits)) - self.symbols)
@@ -103,6 +105,14 @@ class BuildSpec:
     def label(self) -> str:
         """``title`` with its provenance, for messages."""
         return f"{self.title} ({self.provenance.caveat})"
+
+    @property
+    def released(self) -> bool:
+        return self.provenance is Provenance.RELEASE
+
+    def to_json(self) -> dict[str, object]:
+        """What a decision record says of a build that serves a choice."""
+        return {"name": self.name, "title": self.title, "provenance": self.provenance.value, "url": self.url}
 
     @property
     def alignment_text(self) -> str:
@@ -159,6 +169,16 @@ def builds_present(lib: LibraryBuild, builds: Iterable[BuildSpec]) -> list[Build
     return [hit] if hit is not None else []
 
 
+def _exporting(
+    lib: LibraryBuild, builds: Iterable[BuildSpec], all_of: tuple[str, ...], any_of: tuple[str, ...]
+) -> list[BuildSpec]:
+    """The declared ``builds`` ``lib`` stands for that can provide the entry points (before their limits)."""
+    present = builds_present(lib, builds)
+    if lib.builds:  # a described profile: only the builds that export the kernel are candidates
+        present = [b for b in present if b.exports(all_of, any_of)]
+    return present
+
+
 def limits_finding(candidates: Iterable[BuildSpec], all_of: tuple[str, ...], scenario: object) -> Finding | None:
     """None when no candidate is given or one meets its limits for ``all_of``; else, per candidate, the first
     limit it breaks (the finding carries that limit's code and remediation)."""
@@ -184,10 +204,25 @@ def build_finding(
 ) -> Finding | None:
     """None when a build ``lib`` stands for exports the entry points and meets their limits (or no declared
     build is recognised: the entry points alone decide); else the limits each candidate build breaks."""
-    present = builds_present(lib, builds)
-    if lib.builds:  # a described profile: only the builds that export the kernel are candidates
-        present = [b for b in present if b.exports(all_of, any_of)]
-    return limits_finding(present, all_of, scenario)
+    return limits_finding(_exporting(lib, builds, all_of, any_of), all_of, scenario)
+
+
+def serving_builds(variant: object, scenario: object) -> tuple[BuildSpec, ...]:
+    """The declared builds of ``scenario``'s software profile through which ``variant``'s entry-point checks pass:
+    each exports the kernel and meets its limits for the scenario (declaration order, no repeats). Empty when
+    the checks name no builds or the profile's library is no declared build (its entry points alone decided)."""
+    out: dict[str, BuildSpec] = {}
+    for check in getattr(variant, "checks", ()):
+        data = check.data
+        builds = tuple(b for b in data.get("builds", ()) if isinstance(b, BuildSpec))
+        lib = scenario.software.libraries.get(data.get("library")) if builds else None  # type: ignore[attr-defined]
+        if lib is None or not lib.present:
+            continue
+        all_of, any_of = tuple(data.get("all_of", ())), tuple(data.get("any_of", ()))
+        for b in _exporting(lib, builds, all_of, any_of):
+            if not b.limit_reasons(all_of, scenario):
+                out.setdefault(b.name, b)
+    return tuple(out.values())
 
 
 def builds_named_by(variants: Iterable[object]) -> Iterator[BuildSpec]:

@@ -119,6 +119,9 @@ class VariantSpec:
     staging: Staging | None = None
     validation: Validation = Validation.SOURCE_ONLY
     validated_how: str = ""
+    #: the names of the kernel builds ``validation`` was reached with (empty: not tied to a build); a choice
+    #: served only by other builds is read from source only
+    validated_builds: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.numerics not in NUMERICS:

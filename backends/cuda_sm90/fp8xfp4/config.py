@@ -7,7 +7,14 @@ DeepGEMM PR #323 / #411 builds and personal forks; in no release (https://github
 
 from __future__ import annotations
 
-from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, SM90_VALIDATED, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm import (
+    BACKEND,
+    SM90_STAGING,
+    SM90_VALIDATED,
+    SM90_VALIDATED_BUILDS,
+    common_checks,
+    sm90_activation,
+)
 from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 
@@ -93,6 +100,7 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     validation=Validation.RUNTIME_ON_HARDWARE,
     validated_how=SM90_VALIDATED,
+    validated_builds=SM90_VALIDATED_BUILDS,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp4.backend:Sm90Fp8Fp4MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp4.weights",
     staging=SM90_STAGING,

@@ -7,7 +7,14 @@ and upstream DeepGEMM ``nv_dev`` (PR #383); also in the PR #323 tree that docs/p
 
 from __future__ import annotations
 
-from moe_oracle_backends._deep_gemm import BACKEND, SM90_STAGING, SM90_VALIDATED, common_checks, sm90_activation
+from moe_oracle_backends._deep_gemm import (
+    BACKEND,
+    SM90_STAGING,
+    SM90_VALIDATED,
+    SM90_VALIDATED_BUILDS,
+    common_checks,
+    sm90_activation,
+)
 from moe_oracle_backends._deep_gemm_buffer import SIZING
 from moe_oracle_backends._deep_gemm_builds import BUILDS
 
@@ -109,6 +116,7 @@ VARIANT = VariantSpec(
     sizing=SIZING,
     validation=Validation.RUNTIME_ON_HARDWARE,
     validated_how=SM90_VALIDATED,
+    validated_builds=SM90_VALIDATED_BUILDS,
     runtime="moe_oracle_backends.cuda_sm90.fp8xfp8.backend:Sm90Fp8MegaMoE",
     layout="moe_oracle_backends.cuda_sm90.fp8xfp8.weights",
     staging=SM90_STAGING,

@@ -76,6 +76,14 @@ def _runtime_groups(ctx: PlanContext) -> list:
     return [r for r in group_routes(ctx.decision) if r.route == MOE_ORACLE_ROUTE]
 
 
+def _unreleased_builds(ctx: PlanContext, runtime: list) -> str:
+    """The chosen candidates' ``needs an unreleased build: ...`` for the groups ``runtime`` serves, each once
+    (empty when a release serves them all)."""
+    served = {r.name for r in runtime}
+    needs = [g.chosen.unreleased_build for g in ctx.decision.groups if g.chosen is not None and g.group.name in served]
+    return "; ".join(dict.fromkeys(n for n in needs if n))
+
+
 def backend_pins(ctx: PlanContext, runtime: list) -> str | dict[str, str]:
     """``moe_oracle.backend`` for the plug-in (:func:`moe_oracle.engines.routes.backend_pins`)."""
     from moe_oracle.engines.routes import backend_pins as pins
@@ -112,12 +120,12 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
             "(before vLLM profiles memory for the KV cache)",
             env=ctx.user_env,
         )
-    if sm90:
+    needs = _unreleased_builds(ctx, runtime)
+    if sm90 and needs:
         notes.append(
-            "This plan needs an unreleased kernel build: DeepGEMM PR #323 (no DeepGEMM release has the SM90 mega-MoE "
-            "kernels fp8_mega_moe / fp8_fp4_mega_moe). Obtain it from https://github.com/deepseek-ai/DeepGEMM/pull/323 "
-            "(git fetch origin pull/323/head, then build and pip install it with its submodules) into vLLM's "
-            "environment: vLLM prefers a site-packages deep_gemm over its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
+            f"This plan {needs}. Build it from that source with its submodules (a pull request: git fetch origin "
+            "pull/<number>/head) and pip install it into vLLM's environment: vLLM prefers a site-packages deep_gemm "
+            "over its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
             "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py), which has no SM90 mega "
             "kernel; `moe-oracle probe` recognises the build. Without moe-oracle's plug-in, vLLM 0.33 serves these "
             "layers with its non-fused MoE (https://github.com/vllm-project/vllm/issues/57772: Marlin weight-only on "
