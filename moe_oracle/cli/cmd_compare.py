@@ -181,8 +181,7 @@ def _validated(plan: Any) -> str:
     g = plan.decision_obj.main
     if g.chosen is None:
         return "-"
-    status = getattr(g.chosen.spec, "validation", None)
-    return getattr(status, "short", None) or "-"
+    return g.chosen.validation.short
 
 
 def _accuracy(plan: Any) -> str:
