@@ -154,6 +154,19 @@ _FLASHINFER = EngineSupport(
                 f"{SGLANG_SRC}/srt/runtime_context.py#L191-L199 (attn_dp_enabled_of: attn_dp_size > 1)",
             ),
         ),
+        c.scenario_predicate(
+            ReasonCode.QUANT_UNSUPPORTED,
+            lambda sc: not sc.group.weight_quant.source.startswith("hf_quant_config"),
+            rule="the checkpoint's config.json declares its quantization (quantization_config), which SGLang reads "
+            "when it validates flashinfer_megamoe",
+            message=lambda sc: (
+                f"{sc.group.weight_quant.label()} experts declared only in hf_quant_config.json "
+                f"({sc.group.weight_quant.source}): SGLang {VERSION} validates --moe-a2a-backend flashinfer_megamoe "
+                "with quantization=None and refuses it ('Standard FP8 MoE checkpoints are not supported')"
+            ),
+            remediation="Leave --moe-a2a-backend unset (SGLang's default MoE serves this model).",
+            sources=(f"{_FI_HOOK}#L264-L280 (validate_flashinfer_megamoe_model: the resolved quantization)",),
+        ),
         _EP_SPANS_TP,
     ),
     sources=(
