@@ -138,7 +138,13 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
     put(
         "per rank: weights+buffers / KV",
         [
-            f"{p.fit.needed_bytes / (1 << 30):.1f} / {p.fit.kv_bytes / (1 << 30):.1f} GiB" if p and p.fit else "-"
+            (
+                f"{p.fit.needed_bytes / (1 << 30):.1f} / {p.fit.kv_bytes / (1 << 30):.1f} GiB"
+                if p.fit.weighed_all
+                else f"{p.fit.needed_bytes / (1 << 30):.1f} (routed experts, buffers) / not weighed"
+            )
+            if p and p.fit
+            else "-"
             for p in plans
         ],
     )

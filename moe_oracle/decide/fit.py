@@ -73,6 +73,7 @@ class Fit:
     mtp_built: bool
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    weighed_all: bool = True  # False: the family has no footprint entry, only the routed experts were weighed
 
     @property
     def usable_bytes(self) -> int:
@@ -90,6 +91,8 @@ class Fit:
     def verdict(self) -> str:
         if not self.fits:
             return "DOES NOT FIT"
+        if not self.weighed_all:  # a fit of the routed experts alone is not a fit of the deployment
+            return "ROUTED EXPERTS FIT (the other weights and the KV cache are not weighed)"
         if self.reasons:
             return "FITS with a shorter context"
         return "FITS"
@@ -98,6 +101,7 @@ class Fit:
         return {
             "verdict": self.verdict,
             "fits": self.fits,
+            "weighed_all": self.weighed_all,
             "device": self.device,
             "hbm_bytes": self.hbm_bytes,
             "memory_fraction": self.share.fraction,
@@ -315,6 +319,7 @@ def measure_fit(
         mtp_built,
         tuple(reasons),
         tuple(notes),
+        weighed_all=fp is not None,
     )
 
 

@@ -43,9 +43,13 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
     if plan.fit is not None:
         kv = plan.fit.kv_bytes / (1 << 30)
         longest = f", longest sequence {plan.fit.max_context:,} tokens" if plan.fit.max_context is not None else ""
+        counted = (
+            f"{plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank, {kv:.1f} GiB KV cache{longest}"
+            if plan.fit.weighed_all
+            else f"{plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank counted"
+        )
         out.append(
-            f"Memory: {plan.fit.verdict} ({plan.fit.needed_bytes / (1 << 30):.1f} GiB per rank, {kv:.1f} GiB KV "
-            f"cache{longest}; engine share {plan.fit.share.fraction:g}"
+            f"Memory: {plan.fit.verdict} ({counted}; engine share {plan.fit.share.fraction:g}"
             + (f" = {plan.fit.share.flag}" if plan.fit.share.flag else "")
             + ")"
         )

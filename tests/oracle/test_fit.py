@@ -139,3 +139,20 @@ def test_the_mtp_layers_follow_the_speculative_decoding_plan():
 def test_the_fit_names_what_the_footprint_leaves_out():
     fit = measure_fit(resolve_model(str(FIXTURES / "moonshotai--Kimi-K2.5")), _dep("h200", dp=8, ep=8), Engine.VLLM)
     assert any("vision tower" in n and "not counted" in n for n in fit.notes)
+
+
+def test_a_family_without_footprint_entry_is_not_said_to_fit():
+    """Only the routed experts are weighed for a family with no footprint entry: the verdict says so, the plan's
+    Memory line gives no KV figure, and the JSON marks it (``weighed_all`` False)."""
+    import json
+
+    from tests.cli.runner import cli
+
+    m3 = "tests/fixtures/models/MiniMaxAI--MiniMax-M3/config.json"
+    args = ("plan", m3, "--device", "b200", "--dp", "8", "--ep", "8", "--engine", "vllm")
+    text = cli(*args)
+    assert text.code == 0, text.err
+    assert "Memory: ROUTED EXPERTS FIT (the other weights and the KV cache are not weighed)" in text.out
+    assert "GiB KV cache" not in text.out.split("Memory:")[1].split("\n")[0]
+    fit = json.loads(cli(*args, "--json").out)["fit"]
+    assert fit["weighed_all"] is False and fit["verdict"].startswith("ROUTED EXPERTS FIT")
