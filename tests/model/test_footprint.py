@@ -159,24 +159,9 @@ def test_qwen2_moe_on_qwen15_moe_a27b_values():
     committed): the Qwen2-MoE entry weighs q/k/v biases, the 5632-wide shared expert and its gate, and the total
     lands on the card's 14.3B parameters."""
     from moe_oracle.model.adapters import describe_config
+    from tests.model.model_test_helpers import QWEN15_MOE_A2_7B
 
-    config = {
-        "architectures": ["Qwen2MoeForCausalLM"],
-        "model_type": "qwen2_moe",
-        "hidden_size": 2048,
-        "intermediate_size": 5632,
-        "moe_intermediate_size": 1408,
-        "shared_expert_intermediate_size": 5632,
-        "num_experts": 60,
-        "num_experts_per_tok": 4,
-        "norm_topk_prob": False,
-        "num_hidden_layers": 24,
-        "num_attention_heads": 16,
-        "num_key_value_heads": 16,
-        "vocab_size": 151936,
-        "tie_word_embeddings": False,
-        "hidden_act": "silu",
-    }
+    config = {**QWEN15_MOE_A2_7B, "tie_word_embeddings": False}
     desc = describe_config(config)
     fp = desc.footprint
     assert fp is not None
