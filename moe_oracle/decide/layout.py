@@ -173,8 +173,29 @@ def fit_with_fix(
     )  # type: ignore[arg-type]
     if fit.fits:
         return fit
+    prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, at_given=fit, **kw)  # type: ignore[arg-type]
+    return _with_fix(
+        model, deployment, engine, fit, settings, prop, buffer_bytes=buffer_bytes, buffer_for=buffer_for, **kw
+    )  # type: ignore[arg-type]
+
+
+def _with_fix(
+    model: ModelDescription,
+    deployment: Deployment,
+    engine: Engine,
+    fit: Fit,
+    settings: EngineMemorySettings,
+    prop: SettingsProposal | None,
+    *,
+    conversions: dict[str, Conversion | None] | None,
+    mtp_built: bool | None,
+    buffer_bytes: int,
+    buffer_for: BufferFor | None,
+) -> Fit:
+    """``fit`` (failing at ``settings``) with its fix; ``prop``: what :func:`fitting_settings` found for
+    ``settings`` (already searched by the caller)."""
+    kw = dict(conversions=conversions, mtp_built=mtp_built)
     fixes = []
-    prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
     dropped = ""
     for words, free in _without_given(settings) if prop is None else ():  # the values given do not fit
         prop = fitting_settings(model, deployment, engine, given=free, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
@@ -252,25 +273,21 @@ def settle_fit(
     defaults where absent) when that fits; else at the first settings the engine accepts that fit (adopted, with
     the reason); else the failing verdict with its fix (:func:`fit_with_fix`)."""
     given = given or EngineMemorySettings()
-    buffers, detail = buffer_for(given) if buffer_for is not None else (0, "")
+    buffers, detail = _buffers(buffer_for, given)
     kw = dict(conversions=conversions, mtp_built=mtp_built)
     fit = measure_fit(model, deployment, engine, buffer_bytes=buffers, buffer_detail=detail, settings=given, **kw)  # type: ignore[arg-type]
     if fit.fits:
         return fit, given, None
-    prop = fitting_settings(model, deployment, engine, given=given, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
+    prop = fitting_settings(model, deployment, engine, given=given, buffer_for=buffer_for, at_given=fit, **kw)  # type: ignore[arg-type]
     if prop is not None:
         return prop.fit, prop.settings, prop.why
-    failed = fit_with_fix(
-        model,
-        deployment,
-        engine,
-        buffer_bytes=buffers,
-        buffer_detail=detail,
-        settings=given,
-        buffer_for=buffer_for,
-        **kw,  # type: ignore[arg-type]
-    )
+    failed = _with_fix(model, deployment, engine, fit, given, None, buffer_bytes=buffers, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
     return failed, given, None
+
+
+def _buffers(buffer_for: BufferFor | None, settings: EngineMemorySettings) -> tuple[int, str]:
+    """The symmetric buffers (bytes per rank, detail) the plan sizes for ``settings``; none without a sizer."""
+    return buffer_for(settings) if buffer_for is not None else (0, "")
 
 
 #: SGLang decode CUDA-graph batch sizes the settings search tries (at most SGLang's default for the GPU).
@@ -399,14 +416,15 @@ def fitting_settings(
     mtp_built: bool | None = None,
     given: EngineMemorySettings | None = None,
     buffer_for: BufferFor | None = None,
+    at_given: Fit | None = None,
 ) -> SettingsProposal | None:
     """The first engine settings (:func:`_candidates`) under which the deployment fits with its whole context
     or at least :data:`~moe_oracle.decide.fit.MIN_CONTEXT` tokens; None when the given settings already fit or
-    none does."""
+    none does. ``at_given``: the fit at ``given`` when the caller has measured it already."""
     given = given or EngineMemorySettings()
     shorter: tuple[EngineMemorySettings, Fit] | None = None
     for cand in _candidates(deployment, engine, given):
-        buffers, detail = buffer_for(cand) if buffer_for is not None else (0, "")
+        buffers, detail = _buffers(buffer_for, cand)
         fit = measure_fit(
             model,
             budget_deployment(deployment, cand),
@@ -425,8 +443,13 @@ def fitting_settings(
     if shorter is None:
         return None
     cand, fit = shorter
-    buffers, _ = buffer_for(given) if buffer_for is not None else (0, "")
-    default = measure_fit(
-        model, deployment, engine, conversions=conversions, buffer_bytes=buffers, mtp_built=mtp_built, settings=given
+    default = at_given or measure_fit(
+        model,
+        deployment,
+        engine,
+        conversions=conversions,
+        buffer_bytes=_buffers(buffer_for, given)[0],
+        mtp_built=mtp_built,
+        settings=given,
     )
     return SettingsProposal(cand, fit, settings_reason(engine, deployment, cand, fit.share.fraction, default))
