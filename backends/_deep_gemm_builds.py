@@ -138,6 +138,48 @@ _PR323_BUFFER = (
     ),
 )
 
+
+def _pr323_fp8_compiles(sc: LayerScenario) -> Finding | None:
+    """The SM90 FP8 kernel's combine-stage and pipeline assertions at every configuration the deployment's calls
+    reach (``moe_oracle_backends._sm90_fp8_kernel``: the host heuristics and the kernel's static assertions)."""
+    from moe_oracle_backends import _sm90_fp8_kernel as k
+
+    g = sc.group
+    lim = k.first_failure(
+        hidden=g.hidden_size,
+        inter=g.moe_intermediate_size,
+        num_experts=g.num_experts,
+        top_k=g.top_k,
+        num_ranks=max(sc.ep, 1),
+        max_tokens=max(sc.tokens_per_rank, 1),
+    )
+    if lim is None:
+        return None
+    return Finding(
+        f"hidden_size={g.hidden_size}: from {lim.first_failing_tokens} tokens per rank "
+        f"({lim.config.tokens_per_expert:g} per expert, EP{sc.ep}) the kernel is compiled with {lim.config.label()} "
+        f"and fails {'; '.join(lim.failed)}; this deployment reaches {sc.tokens_per_rank} tokens per rank"
+    )
+
+
+_PR323_COMPILE_SRC = (
+    "DeepGEMM PR #323 8ddf7f96 csrc/jit_kernels/heuristics/sm90_mega_moe.hpp:45-141,521-598 (the configuration per "
+    "call) and deep_gemm/include/deep_gemm/impls/sm90_fp8_mega_moe.cuh:309-345,2166-2187 (its static assertions); "
+    "seen on the H200: H 8192 fails to compile at 64+ tokens per expert with 'Hidden is too large' "
+    "(tests/runtime/test_gpu_kernel_limits.py)"
+)
+_PR323_FP8_COMPILES = c.scenario_predicate(
+    ReasonCode.SHAPE_UNSUPPORTED,
+    lambda sc: _pr323_fp8_compiles(sc) is None,
+    rule="every call up to the per-rank token budget compiles: 3 x combine warps x 2 x hidden / combine chunks <= "
+    "the shared memory before the barriers, at the block configuration picked for its tokens per expert",
+    message=lambda sc: _pr323_fp8_compiles(sc).message,  # type: ignore[union-attr]
+    remediation="Lower the per-rank token budget below the first failing count (--max-num-batched-tokens), use "
+    "deep_gemm_mega_moe:sm90_fp8xfp4 (its combine adapts its chunks), or leave --moe-backend unset (non-fused MoE).",
+    sources=(_PR323_COMPILE_SRC,),
+    scope=Scope.LAYER,
+)
+
 PR323 = BuildSpec(
     name="deepgemm-pr323",
     url="https://github.com/deepseek-ai/DeepGEMM/pull/323",
@@ -156,6 +198,7 @@ PR323 = BuildSpec(
         "fp8_mega_moe": (
             *_PR323_BUFFER,
             _inter_at_most_4096("DeepGEMM PR #323 8ddf7f96 csrc/apis/sm90_mega.hpp:351-352"),
+            _PR323_FP8_COMPILES,
         ),
         "_C.fp8_fp4_mega_moe_sm90": _PR323_BUFFER,
     },
