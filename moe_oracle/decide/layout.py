@@ -64,10 +64,8 @@ def propose_layout(
     )
     settings = fitting_settings(model, deployment, engine) if not fit.fits and memory_fraction is None else None
     if fit.fits:
-        mem = (
-            f"; {fit.needed_bytes / GIB:.1f} GiB of weights and reserve per rank leave {fit.kv_bytes / GIB:.1f} GiB "
-            "of KV cache"
-        )
+        # no figure here: the plan's Memory line and fit table give the one KV size, with the buffers counted
+        mem = "; the weights fit in memory (the KV cache left per rank: the memory fit below)"
     elif settings is not None:
         mem = (
             "; the engine's default settings do not fit its memory, smaller ones it accepts do (chosen below, with "
