@@ -7,8 +7,9 @@ A model source is, in this order:
    ``hf_quant_config.json`` is read too when the file is named ``config.json``);
 2. a bundled preset, addressed by its Hub id, case-insensitively
    (``deepseek-ai/DeepSeek-V4-Flash``; see :func:`list_presets`);
-3. a Hub id found in the local Hugging Face cache (``huggingface_hub.try_to_load_from_cache``,
-   only when ``huggingface_hub`` is installed), and only with ``allow_network=True`` a download.
+3. a Hub id found in the local Hugging Face cache (its ``main`` revision, read as plain files:
+   no optional package needed; :func:`hub_cache_dir`), and only with ``allow_network=True`` a
+   download (that needs the ``hub`` extra, ``huggingface_hub``).
 
 Only JSON is read: nothing from a model repository is executed (no ``trust_remote_code``, no
 ``transformers``). Files are bounded (:data:`MAX_CONFIG_BYTES`, checked before reading the
@@ -28,6 +29,7 @@ from typing import Any
 
 from moe_oracle.errors import ModelConfigError, UnknownModelError, excerpt
 from moe_oracle.jsonfile import MAX_JSON_BYTES, exists_or_dangling, parse_json_object, path_problem, read_json_object
+from moe_oracle.shell import shell_quote
 
 #: Largest config file read; a real ``config.json`` is a few kB, GLM-5-FP8's is 36 kB.
 MAX_CONFIG_BYTES = MAX_JSON_BYTES
@@ -141,25 +143,51 @@ def _load_file(path: Path, model_id: str) -> RawModelConfig:
     return RawModelConfig(config, quant, model_id, f"file {path.resolve()}")
 
 
+def hub_cache_dir() -> Path:
+    """The local Hugging Face cache, as ``huggingface_hub`` finds it (read at call time): ``HF_HUB_CACHE``, else
+    the legacy ``HUGGINGFACE_HUB_CACHE``, else ``$HF_HOME/hub``, ``HF_HOME`` defaulting to
+    ``$XDG_CACHE_HOME/huggingface`` (``~/.cache/huggingface``)."""
+    explicit = os.environ.get("HF_HUB_CACHE") or os.environ.get("HUGGINGFACE_HUB_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    home = os.environ.get("HF_HOME") or os.path.join(os.environ.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return Path(home).expanduser() / "hub"
+
+
+def _cached_snapshot(repo_id: str) -> Path | None:
+    """The snapshot folder of ``repo_id``'s ``main`` revision in the local cache (the layout ``huggingface_hub``
+    writes: ``models--ORG--NAME/refs/main`` holds the revision, ``snapshots/<revision>/`` the files), read as plain
+    files so that no optional package is needed; None when it is not cached."""
+    repo = hub_cache_dir() / ("models--" + repo_id.replace("/", "--"))
+    ref = repo / "refs" / "main"
+    try:
+        revision = ref.read_text(encoding="utf-8").strip() if ref.is_file() else ""
+    except (OSError, UnicodeDecodeError):
+        revision = ""
+    if revision and re.fullmatch(r"[0-9a-fA-F]{6,64}", revision):
+        snapshot = repo / "snapshots" / revision
+        if exists_or_dangling(snapshot / CONFIG_NAME):
+            return snapshot
+    return None
+
+
 def _from_hub_cache(repo_id: str, *, allow_network: bool) -> RawModelConfig | None:
+    snapshot = _cached_snapshot(repo_id)
+    if snapshot is not None:
+        # the snapshot's own entries: an unreadable hf_quant_config.json is refused, never skipped (an NVFP4
+        # checkpoint would silently read as BF16)
+        quant = _optional(snapshot / HF_QUANT_NAME)
+        return RawModelConfig(read_json_file(snapshot / CONFIG_NAME), quant, repo_id, f"hub-cache {snapshot}")
+    if not allow_network:
+        return None
     try:
         import huggingface_hub
     except ImportError:
-        return None
-    # HF_HUB_CACHE is read at call time (huggingface_hub reads it once at import).
-    cache_dir = os.environ.get("HF_HUB_CACHE") or None
-    try:
-        cached = huggingface_hub.try_to_load_from_cache(repo_id, CONFIG_NAME, cache_dir=cache_dir)
-    except Exception:
-        cached = None
-    if isinstance(cached, (str, os.PathLike)):
-        config_path = Path(cached)
-        # the snapshot's own entry, not try_to_load_from_cache: that answers "not cached" for a dangling
-        # link or a device, and an NVFP4 checkpoint would silently read as BF16
-        quant = _optional(config_path.parent / HF_QUANT_NAME)
-        return RawModelConfig(read_json_file(config_path), quant, repo_id, f"hub-cache {config_path.parent}")
-    if not allow_network:
-        return None
+        raise UnknownModelError(
+            f"{repo_id} is not in the local Hugging Face cache ({hub_cache_dir()}) and downloading it needs "
+            "huggingface_hub, which is not installed",
+            fix="pip install 'moe-oracle[hub]' (or huggingface_hub), or pass a local checkpoint directory",
+        ) from None
     try:
         downloaded = huggingface_hub.hf_hub_download(repo_id, CONFIG_NAME)
     except Exception as exc:
@@ -211,9 +239,16 @@ def load_model_source(source: str, *, allow_network: bool = False) -> RawModelCo
 
     raise UnknownModelError(
         f"unknown model {excerpt(source)}: not an existing file or directory, not a bundled preset"
-        + (", not in the local Hugging Face cache" if _HUB_ID.match(source) else "")
+        + (f", not in the local Hugging Face cache ({hub_cache_dir()})" if _HUB_ID.match(source) else "")
         + "; presets: "
         + ", ".join(list_presets()),
         fix="pass a local checkpoint directory holding config.json (e.g. the snapshot folder of a "
-        "downloaded model), a path to config.json, or one of the preset ids",
+        "downloaded model), a path to config.json, or one of the preset ids"
+        + (
+            "; a Hub id is read from that cache only, offline (fill it with: huggingface-cli download "
+            + shell_quote(source)
+            + " config.json, from the hub extra)"
+            if _HUB_ID.match(source)
+            else ""
+        ),
     )

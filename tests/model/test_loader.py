@@ -81,8 +81,13 @@ def hub_cache(tmp_path, repo_id: str, *, with_quant: bool = True):
     return cache
 
 
-def test_hub_id_from_the_real_local_cache(monkeypatch, tmp_path):
-    pytest.importorskip("huggingface_hub")
+@pytest.mark.parametrize("hub_installed", [True, False])
+def test_hub_id_from_the_real_local_cache(monkeypatch, tmp_path, hub_installed):
+    """The cache is read as plain files: the ``hub`` extra is not needed (#32: a cached id after ``pip install .``)."""
+    if hub_installed:
+        pytest.importorskip("huggingface_hub")
+    else:
+        monkeypatch.setitem(sys.modules, "huggingface_hub", None)  # the optional dependency is absent
     monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache(tmp_path, "someone/V4-copy")))
     raw = load_model_source("someone/V4-copy")
     assert raw.model_id == "someone/V4-copy" and raw.origin.startswith("hub-cache ")
@@ -94,7 +99,6 @@ def test_hub_id_from_the_real_local_cache(monkeypatch, tmp_path):
 @pytest.mark.parametrize("where", ["hub-cache", "directory"])
 def test_an_unreadable_hf_quant_config_is_refused_not_skipped(monkeypatch, tmp_path, target, where):
     """Ignoring it would read an NVFP4 checkpoint as BF16 (and choose sm100_bf16)."""
-    pytest.importorskip("huggingface_hub")
     cache = hub_cache(tmp_path, "someone/V4-copy", with_quant=False)
     snapshot = next((cache / "models--someone--V4-copy" / "snapshots").iterdir())
     link = snapshot / "hf_quant_config.json"
@@ -108,11 +112,30 @@ def test_an_unreadable_hf_quant_config_is_refused_not_skipped(monkeypatch, tmp_p
 
 
 def test_hub_id_not_cached_is_unknown_without_network(monkeypatch, tmp_path):
-    pytest.importorskip("huggingface_hub")
-    monkeypatch.setenv("HF_HUB_CACHE", str(hub_cache(tmp_path, "someone/other")))
+    cache = hub_cache(tmp_path, "someone/other")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
     with pytest.raises(UnknownModelError) as info:
         load_model_source("someone/V4-copy")
     assert_one_line(info.value, "someone/V4-copy")
+    assert str(cache) in info.value.one_line()  # where it looked
+
+
+def test_the_cache_is_found_as_huggingface_hub_finds_it(monkeypatch, tmp_path):
+    cache = hub_cache(tmp_path, "someone/V4-copy")
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "home").mkdir()
+    cache.rename(tmp_path / "home" / "hub")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
+    assert load_model_source("someone/V4-copy").origin.startswith("hub-cache ")
+
+
+def test_a_download_without_huggingface_hub_names_the_extra(monkeypatch, tmp_path):
+    monkeypatch.setitem(sys.modules, "huggingface_hub", None)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(UnknownModelError) as info:
+        load_model_source("someone/V4-copy", allow_network=True)
+    assert_one_line(info.value, "moe-oracle[hub]")
 
 
 def test_hub_download_failure_is_one_line(tmp_path):
