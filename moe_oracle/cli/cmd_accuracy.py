@@ -7,11 +7,12 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import FiniteFloat, command
 from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.runtime.tolerance import MAX_TOKENS, verdict
 
 
-@click.command("accuracy")
+@command("accuracy")
 @click.argument("model")
 @click.option(
     "--variants",
@@ -28,7 +29,7 @@ from moe_oracle.runtime.tolerance import MAX_TOKENS, verdict
 )
 @click.option(
     "--scale",
-    type=float,
+    type=FiniteFloat(),
     default=None,
     help="Shrink H, I and E by this factor in (0, 1] (H/I kept multiples of 512/256). Default: H becomes 512. "
     "With --weights only the expert count is scaled. A run that would not fit in free memory is refused.",

@@ -17,7 +17,8 @@ from typing import Any
 
 import click
 
-from moe_oracle.errors import BadInputError, OracleError
+from moe_oracle.cli.command import FlagsValue, command
+from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError, excerpt
 
 #: Tokens per rank at which every column's cost is given (decode-sized and prefill-sized steps).
 DEFAULT_POINTS = (32, 256, 2048, 8192)
@@ -31,6 +32,41 @@ class Column:
     args: list[str]
     plan: Any = None
     error: str | None = None
+    #: why there is no plan, in a word for the table: ``DOES NOT FIT`` or ``OVERRIDE REFUSED``
+    refused: str | None = None
+
+
+#: ``plan`` options that choose what ``plan`` prints or writes, not the deployment: compare prints its own table
+#: (``--json`` for the whole comparison), so inside a column they would be dropped or would print help instead.
+_NOT_COLUMN_FLAGS = {
+    "as_json": "compare --json prints the whole comparison (every column's plan included) as one JSON document",
+    "examples_dir": "--examples writes the generated example plans; run moe-oracle plan --examples DIR for that",
+    "check": "--check goes with plan --examples",
+}
+_HELP_WORDS = ("--help", "-h")
+
+
+def _refuse_output_flags(args: list[str], where: str) -> None:
+    """Exit 2 for a word in a column's flags (or the shared flags) that is about output, not the deployment."""
+    from moe_oracle.cli.cmd_plan import plan as plan_command
+
+    spellings = {
+        name: param.name for param in plan_command.params if param.name in _NOT_COLUMN_FLAGS for name in param.opts
+    }
+    for word in args:
+        if word == "--":
+            break
+        name = word.split("=", 1)[0]
+        if name in _HELP_WORDS:
+            raise BadInputError(
+                f"{where} has {word}: a column's flags are planned, and help is not a deployment",
+                fix="see moe-oracle plan --help for the flags a column takes, and drop --help from the column",
+            )
+        if name in spellings:
+            raise BadInputError(
+                f"{where} has {name}, which a column cannot take: {_NOT_COLUMN_FLAGS[spellings[name]]}",
+                fix=f"drop {name} from the column" + (" and pass --json to compare" if name == "--json" else ""),
+            )
 
 
 def _plan_for(model: str, args: list[str]) -> Any:
@@ -50,6 +86,28 @@ def _plan_for(model: str, args: list[str]) -> Any:
         for key in ("as_json", "examples_dir", "check", "output"):
             kw.pop(key, None)
         return build_plan(request_from(model, kw))
+
+
+def parse_points(points: str) -> tuple[int, ...]:
+    """``--points 32,256,8192``: distinct positive token counts in ASCII digits (exit 2 otherwise)."""
+    words = [p.strip() for p in points.split(",") if p.strip()]
+    bad = [w for w in words if not re.fullmatch(r"[0-9]{1,9}", w)]
+    if bad or not words:
+        raise BadInputError(
+            f"--points {excerpt(points)} is not a comma list of token counts"
+            + (f" ({excerpt(bad[0])} is not written in the digits 0-9, at most 9 of them)" if bad else ""),
+            fix="e.g. --points 32,256,8192",
+        )
+    pts = tuple(int(w) for w in words)
+    if any(p < 1 for p in pts):
+        raise BadInputError(f"--points {excerpt(points)} needs positive token counts", fix="e.g. --points 32,256,8192")
+    twice = sorted({p for p in pts if pts.count(p) > 1})
+    if twice:
+        raise BadInputError(
+            f"--points {excerpt(points)} names {', '.join(map(str, twice))} more than once (one row per point)",
+            fix=f"name each point once: --points {','.join(map(str, dict.fromkeys(pts)))}",
+        )
+    return pts
 
 
 def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[str], set[str], set[str]]:
@@ -112,7 +170,10 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
             layouts.append(f"{p.layout.label()} on {p.layout.nodes} node(s)")
     put("layout", layouts)
     put("software", [p.software if p else "-" for p in plans])
-    put("chosen path (main group)", [_chosen(p) for p in plans])
+    put(
+        "chosen path (main group)",
+        [f"{c.refused} (see {c.label} below)" if c.refused else _chosen(c.plan) for c in columns],
+    )
     put("validated", [_validated(p) for p in plans])
     put("accuracy class", [_accuracy(p) for p in plans])
     put("advisories", [_advisories(p) for p in plans])
@@ -131,7 +192,7 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
     put(
         "memory fit",
         [
-            p.fit.verdict if p and p.fit else ("DOES NOT FIT" if c.error else "-")
+            p.fit.verdict if p and p.fit else ("DOES NOT FIT" if c.refused == "DOES NOT FIT" else "-")
             for c, p in zip(columns, plans, strict=True)
         ],
     )
@@ -227,6 +288,7 @@ def to_json(model: str, columns: list[Column], points: tuple[int, ...]) -> dict[
                 "label": c.label,
                 "flags": c.args,
                 "error": c.error,
+                "refused": c.refused,
                 "plan": c.plan.to_json() if c.plan is not None else None,
             }
             for c in columns
@@ -236,11 +298,12 @@ def to_json(model: str, columns: list[Column], points: tuple[int, ...]) -> dict[
     }
 
 
-@click.command("compare")
+@command("compare")
 @click.argument("model")
 @click.option(
     "--vs",
     "columns",
+    type=FlagsValue(),
     multiple=True,
     required=True,
     metavar="FLAGS",
@@ -258,33 +321,33 @@ def compare(model: str, columns: tuple[str, ...], points: str, as_json: bool, sh
     """Put two or more deployments of MODEL side by side, each planned exactly as ``plan`` plans it.
 
     Flags after ``--`` apply to every column (e.g. ``-- --device h200``); each ``--vs`` adds one column's own
-    flags. A column that cannot be planned (a deployment that does not fit, a refused override) shows why.
+    flags. A column that cannot be planned (a deployment that does not fit, a refused override) shows why in
+    its own column, and the comparison still exits 0; bad input anywhere (a column's flags included) is exit 2.
+    A column's flags are a deployment: --json, --examples, --check and --help are refused there.
     """
     if len(columns) < 2:
         raise BadInputError(
             f"compare needs two or more --vs columns (got {len(columns)})",
             fix="e.g. moe-oracle compare MODEL --vs '--engine vllm' --vs '--engine sglang' -- --device h200",
         )
-    try:
-        pts = tuple(int(p) for p in points.split(",") if p.strip())
-    except ValueError:
-        raise BadInputError(f"--points {points!r} is not a list of integers", fix="e.g. --points 32,256,8192") from None
-    if not pts or any(p < 1 for p in pts):
-        raise BadInputError(f"--points {points!r} needs positive token counts", fix="e.g. --points 32,256,8192")
+    pts = parse_points(points)
+    _refuse_output_flags(list(shared), "the shared flags after --")
     cols = []
     for i, text in enumerate(columns):
         try:
             args = shlex.split(text)
         except ValueError as exc:
-            raise BadInputError(f"--vs {text!r} is not shell words ({exc})", fix="quote each column's flags") from None
+            raise BadInputError(
+                f"--vs {excerpt(text)} is not shell words ({exc})", fix="quote each column's flags"
+            ) from None
+        _refuse_output_flags(args, f"--vs {excerpt(text)}")
         col = Column(label=f"[{i + 1}]", args=args)
         try:
             col.plan = _plan_for(model, [*shared, *args])
-        except OracleError as exc:
-            if not str(getattr(exc, "message", exc)).startswith("[DEPLOYMENT_MEMORY_EXCEEDED]"):
-                raise
-            fix = getattr(exc, "fix", "")
-            col.error = str(getattr(exc, "message", exc)) + (f". Fix: {fix}" if fix else "")
+        except (DeploymentDoesNotFitError, OverrideRefusedError) as exc:
+            # the column shows why (exit 0: the comparison itself was made); bad input stays exit 2
+            col.error = exc.one_line()
+            col.refused = "DOES NOT FIT" if isinstance(exc, DeploymentDoesNotFitError) else "OVERRIDE REFUSED"
         cols.append(col)
     if as_json:
         click.echo(json.dumps(to_json(model, cols, pts), indent=2))

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from moe_oracle.cli.command import command
 from moe_oracle.rules.build import BuildSpec
 
 WHAT = ("devices", "profiles", "backends", "builds", "presets", "reasons")
@@ -25,7 +26,7 @@ def build_row(build: BuildSpec) -> dict[str, object]:
     }
 
 
-@click.command("list")
+@command("list")
 @click.argument("what", type=click.Choice(WHAT))
 @click.option("--json", "as_json", is_flag=True)
 def list_(what: str, as_json: bool) -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import command
 from moe_oracle.cli.options import flags_from, matrix_question_options, options_from
 from moe_oracle.errors import BadInputError
 from moe_oracle.output import write_text_file
@@ -14,7 +15,7 @@ from moe_oracle.output import write_text_file
 FORMATS = ("table", "markdown", "json", "html")
 
 
-@click.command("matrix")
+@command("matrix")
 @click.option("--models", default=None, help="Comma list of preset ids or config paths [every bundled preset].")
 @click.option("--devices", default=None, help="Comma list of devices [h100,h200,b200,b300,gb200,mi300x,mi325x,mi355x].")
 @click.option("--formats", default=None, help="Keep models whose main layer group has one of these weight formats.")

@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import command
 from moe_oracle.cli.options import description_from, manual_options
 
 
-@click.command("model")
+@command("model")
 @click.argument("model", required=False)
 @manual_options
 @click.option("--json", "as_json", is_flag=True, help="Print the description as JSON (see docs/cli.md).")

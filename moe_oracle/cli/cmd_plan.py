@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import command
 from moe_oracle.cli.options import asked_from, deployment_options, manual_options, question_options
 from moe_oracle.errors import BadInputError, ExitCode
 
@@ -41,7 +42,7 @@ def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     return PlanRequest.of(model, asked_from(model, kw, "plan", Engine(engine)))
 
 
-@click.command("plan")
+@command("plan")
 @click.argument("model", required=False)
 @plan_options
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON (argv, env, derived, replicas, ...).")

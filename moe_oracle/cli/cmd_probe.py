@@ -6,8 +6,10 @@ import json
 
 import click
 
+from moe_oracle.cli.command import command
 
-@click.command("probe")
+
+@command("probe")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def probe(as_json: bool) -> None:
     """Report what this machine offers the oracle. Never launches a kernel."""

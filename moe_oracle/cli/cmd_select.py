@@ -7,6 +7,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import command
 from moe_oracle.cli.options import MANUAL_FLAGS, asked_from, deployment_options, manual_options, question_options
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, ExitCode, OverrideRefusedError, excerpt
 from moe_oracle.rules import Engine
@@ -14,7 +15,7 @@ from moe_oracle.rules import Engine
 ENGINES = [e.value for e in Engine]
 
 
-@click.command("select")
+@command("select")
 @click.argument("model", required=False)
 @manual_options
 @deployment_options

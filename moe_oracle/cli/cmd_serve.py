@@ -18,6 +18,7 @@ from typing import Any
 import click
 
 from moe_oracle.cli.cmd_plan import emit, plan_options, request_from
+from moe_oracle.cli.command import command
 from moe_oracle.errors import BadInputError
 from moe_oracle.shell import shell_assign, shell_join
 
@@ -121,7 +122,7 @@ def _check_module(binary: str, argv: list[str], env: dict[str, str], plan_obj: A
         )
 
 
-@click.command("serve", context_settings={"ignore_unknown_options": False})
+@command("serve", context_settings={"ignore_unknown_options": False})
 @click.argument("model", required=False)
 @plan_options
 @click.option("--dry-run", is_flag=True, help="Print the plan and the exact command; do not start the engine.")

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import FiniteFloat
 from moe_oracle.errors import BadInputError, excerpt
 from moe_oracle.inputs import ENGINE_RELEASE_PROFILE, RELEVANT_ENV, DeploymentFlags
 from moe_oracle.shell import ENV_NAME
@@ -399,7 +400,7 @@ def _weighing_options() -> list[Callable[..., Any]]:
         ),
         click.option(
             "--memory-fraction",
-            type=click.FloatRange(min=0.05, max=1.0),
+            type=FiniteFloat(min=0.05, max=1.0),
             default=None,
             help="The engine's memory share of a GPU for the fit (vLLM --gpu-memory-utilization, SGLang "
             "--mem-fraction-static) [the engine's default as the fit assumes it; the fit prints the share it used].",
