@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from moe_oracle.plan.derived import Derived, GiB, Shape, ceil_div
+from moe_oracle.launch.derived import Derived, GiB, Shape, ceil_div
 from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
 
 #: InferenceX dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh

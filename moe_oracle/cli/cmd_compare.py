@@ -73,7 +73,7 @@ def _plan_for(model: str, args: list[str]) -> Any:
     """The :class:`LaunchPlan` ``moe-oracle plan MODEL *args`` builds (same parser, same defaults)."""
     from moe_oracle.cli.cmd_plan import plan as plan_command
     from moe_oracle.cli.cmd_plan import request_from
-    from moe_oracle.plan.build import build_plan
+    from moe_oracle.launch.build import build_plan
 
     try:
         ctx = plan_command.make_context("plan", [model, *args], resilient_parsing=False)

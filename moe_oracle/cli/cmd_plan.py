@@ -33,7 +33,7 @@ def plan_options(f: Any) -> Any:
 def request_from(model: str | None, kw: dict[str, Any]) -> Any:
     """A :class:`PlanRequest` from parsed options (pops what it uses): the question ``select`` is asked with the
     same flags (:func:`~moe_oracle.cli.options.asked_from`), to be served as MODEL."""
-    from moe_oracle.plan.build import PlanRequest
+    from moe_oracle.launch.build import PlanRequest
     from moe_oracle.rules import Engine
 
     engine = kw.pop("engine")
@@ -71,7 +71,7 @@ def plan(model: str | None, **kw: Any) -> None:
     check = kw.pop("check")
     as_json = kw.pop("as_json")
     if examples_dir is not None:
-        from moe_oracle.plan.examples import write_examples
+        from moe_oracle.launch.examples import write_examples
 
         stale = write_examples(examples_dir, check=check)
         for name in stale:
@@ -79,7 +79,7 @@ def plan(model: str | None, **kw: Any) -> None:
         if check and stale:
             raise click.exceptions.Exit(int(ExitCode.STALE))
         return
-    from moe_oracle.plan.build import build_plan
+    from moe_oracle.launch.build import build_plan
 
     all_reasons = kw.pop("all_reasons", False)
     plan_obj = build_plan(request_from(model, kw))
@@ -92,6 +92,6 @@ def emit(plan_obj: Any, as_json: bool, *, all_reasons: bool = False) -> None:
     if as_json:
         click.echo(json.dumps(plan_obj.to_json(), indent=2))
         return
-    from moe_oracle.plan.render import render_text
+    from moe_oracle.launch.render import render_text
 
     click.echo(render_text(plan_obj, all_reasons=all_reasons), nl=False)

@@ -29,7 +29,7 @@ def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.record import load_record
     from moe_oracle.inputs import deployment_warnings
-    from moe_oracle.plan.build import settled_decision
+    from moe_oracle.launch.build import settled_decision
 
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")
@@ -45,7 +45,7 @@ def select(model: str | None, **kw: Any) -> None:
             fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
         )
     resolved = asked_from(model, kw, "select", Engine(kw.pop("engine"))).resolve()
-    from moe_oracle.plan.build import check_engine_layout
+    from moe_oracle.launch.build import check_engine_layout
 
     check_engine_layout(resolved.asked.engine, resolved.deployment)
     for line in deployment_warnings(resolved.deployment):
@@ -85,10 +85,10 @@ def select(model: str | None, **kw: Any) -> None:
 
 def _replicas(resolved: Any, decision: Any) -> dict[str, Any] | None:
     """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
-    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.plan.build.replica_choice`),
+    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.launch.build.replica_choice`),
     with that decision's fingerprint, so both commands name both answers."""
-    from moe_oracle.plan.build import replica_choice
-    from moe_oracle.plan.model import Layout
+    from moe_oracle.launch.build import replica_choice
+    from moe_oracle.launch.model import Layout
 
     choice = replica_choice(resolved, decision)
     if choice is None or not choice.adopted:
@@ -111,7 +111,7 @@ def _replicas(resolved: Any, decision: Any) -> dict[str, Any] | None:
 
 def _does_not_fit(decision: Any, fit: Any) -> DeploymentDoesNotFitError:
     """The refusal ``plan`` gives for the same deployment (same message, fix and exit code)."""
-    from moe_oracle.plan.model import Layout
+    from moe_oracle.launch.model import Layout
 
     reason = fit.reasons[0]
     return DeploymentDoesNotFitError(

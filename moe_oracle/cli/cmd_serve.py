@@ -104,7 +104,7 @@ def _check_module(binary: str, argv: list[str], env: dict[str, str], plan_obj: A
     Without this, a missing engine surfaces as the interpreter's own "No module named ..." after
     exec, with its exit code 1 (the code reserved for internal errors).
     """
-    from moe_oracle.plan.model import EngineLaunchError
+    from moe_oracle.launch.model import EngineLaunchError
 
     if len(argv) < 3 or argv[1] != "-m":
         return
@@ -136,8 +136,8 @@ def serve(model: str | None, **kw: Any) -> None:
     Extra engine arguments follow ``--``, e.g. ``moe-oracle serve M --device b200 --dp 8 --ep 8
     --engine vllm -- --max-model-len 8192``.
     """
-    from moe_oracle.plan.build import build_plan
-    from moe_oracle.plan.model import EngineLaunchError
+    from moe_oracle.launch.build import build_plan
+    from moe_oracle.launch.model import EngineLaunchError
 
     dry_run = kw.pop("dry_run")
     replica = kw.pop("replica")

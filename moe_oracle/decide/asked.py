@@ -101,7 +101,7 @@ class ResolvedQuestion:
 
     def at_budget(self, budget: int | None) -> ResolvedQuestion:
         """This question at another per-rank token budget (``--max-num-batched-tokens``): the budget the engine
-        settings that fit imply (:func:`moe_oracle.plan.build.settled_decision`); None: this question."""
+        settings that fit imply (:func:`moe_oracle.launch.build.settled_decision`); None: this question."""
         if budget is None or budget == self.asked.flags.max_num_batched_tokens:
             return self
         flags = replace(self.asked.flags, max_num_batched_tokens=budget)

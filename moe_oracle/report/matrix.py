@@ -16,7 +16,7 @@ from typing import Any
 from moe_oracle.decide.fit import Fit
 from moe_oracle.decide.selection import Candidate, Decision
 from moe_oracle.model.types import MoELayerGroup, layer_span
-from moe_oracle.plan.build import settled_decision
+from moe_oracle.launch.build import settled_decision
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec

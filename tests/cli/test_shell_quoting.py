@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from moe_oracle.plan.build import build_plan
-from moe_oracle.plan.examples import ENGINES, EXAMPLES
+from moe_oracle.launch.build import build_plan
+from moe_oracle.launch.examples import ENGINES, EXAMPLES
 from moe_oracle.shell import shell_assign, shell_join, shell_quote
 from tests.cli.runner import cli
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from moe_oracle.plan.examples import EXAMPLES, REGENERATE, generate
+from moe_oracle.launch.examples import EXAMPLES, REGENERATE, generate
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "plans"
 
@@ -45,7 +45,7 @@ def test_examples_show_the_derived_quantities() -> None:
 
 
 def test_module_entry_point_check_mode(tmp_path: Path) -> None:
-    from moe_oracle.plan.examples import main
+    from moe_oracle.launch.examples import main
 
     assert main([str(tmp_path), "--check"]) == 1
     assert main([str(tmp_path)]) == 0

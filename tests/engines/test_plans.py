@@ -12,8 +12,8 @@ import pytest
 
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.plan.build import PlanRequest, build_plan, replica_deployment
-from moe_oracle.plan.model import LaunchPlan
+from moe_oracle.launch.build import PlanRequest, build_plan, replica_deployment
+from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.rules import Engine
 from tests.cli.runner import cli
 
@@ -267,7 +267,7 @@ def test_plan_json_document() -> None:
 def test_every_plan_stays_inside_the_checked_vocabulary() -> None:
     from moe_oracle.engines.sglang import flags as SF
     from moe_oracle.engines.vllm import flags as VF
-    from moe_oracle.plan.examples import ENGINES, EXAMPLES
+    from moe_oracle.launch.examples import ENGINES, EXAMPLES
 
     for ex in EXAMPLES:
         for engine in ENGINES:

@@ -386,8 +386,8 @@ V4_NVFP4 = hf("nvidia--DeepSeek-V4-Flash-NVFP4")
 
 def _plan_pins(model: str, device: str, speculative: str = "none") -> object:
     """``moe_oracle.backend`` of the plan ``moe-oracle plan --engine vllm --dp 8 --ep 8 --speculative S`` prints."""
-    from moe_oracle.plan.build import build_plan
-    from moe_oracle.plan.examples import DeploymentFlags, PlanRequest
+    from moe_oracle.launch.build import build_plan
+    from moe_oracle.launch.examples import DeploymentFlags, PlanRequest
     from moe_oracle.rules import Engine
 
     flags = DeploymentFlags(device=device, dp=8, ep=8, speculative=speculative)

@@ -29,9 +29,9 @@ from moe_oracle.decide.question import ConversionOptions  # noqa: E402
 from moe_oracle.engine_gates import model_classes as MC  # noqa: E402
 from moe_oracle.errors import OracleError  # noqa: E402
 from moe_oracle.inputs import DeploymentFlags  # noqa: E402
-from moe_oracle.plan.build import PlanRequest, build_plan  # noqa: E402
-from moe_oracle.plan.examples import EXAMPLES  # noqa: E402
-from moe_oracle.plan.model import LaunchPlan  # noqa: E402
+from moe_oracle.launch.build import PlanRequest, build_plan  # noqa: E402
+from moe_oracle.launch.examples import EXAMPLES  # noqa: E402
+from moe_oracle.launch.model import LaunchPlan  # noqa: E402
 from moe_oracle.rules import Engine  # noqa: E402
 from tests.model.model_test_helpers import QWEN15_MOE_A2_7B  # noqa: E402
 

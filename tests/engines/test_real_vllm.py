@@ -205,8 +205,8 @@ def test_every_example_plan_parses_with_vllm_serve_parser() -> None:
     from vllm.entrypoints.common.cli_args import make_arg_parser
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
-    from moe_oracle.plan.build import build_plan
-    from moe_oracle.plan.examples import EXAMPLES
+    from moe_oracle.launch.build import build_plan
+    from moe_oracle.launch.examples import EXAMPLES
     from moe_oracle.rules import Engine
 
     parser = make_arg_parser(FlexibleArgumentParser())

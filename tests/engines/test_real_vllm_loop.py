@@ -59,7 +59,7 @@ def cpu_platform(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def _plan(model: str, device: str, layout: dict[str, Any]) -> Any:
     from moe_oracle.errors import BadInputError
     from moe_oracle.inputs import DeploymentFlags
-    from moe_oracle.plan.build import PlanRequest, build_plan
+    from moe_oracle.launch.build import PlanRequest, build_plan
     from moe_oracle.rules import Engine
 
     try:

@@ -6,7 +6,7 @@ import pytest
 
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.plan.build import PlanRequest, build_plan
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.rules import Engine
 from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 

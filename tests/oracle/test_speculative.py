@@ -12,7 +12,7 @@ from moe_oracle.decide.selection import decide
 from moe_oracle.engine_gates.speculative import SGLANG
 from moe_oracle.engines.vllm.snapshot import snapshot_inputs
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.plan.build import PlanRequest, build_plan
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.rules import Engine
 from tests.oracle.helpers import GLM51_NVFP4, V4_FLASH_NVFP4, run
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.plan.build import PlanRequest, build_plan
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.rules import Engine
 from tests.cli.runner import cli
 

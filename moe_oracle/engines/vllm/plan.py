@@ -17,9 +17,9 @@ import json
 
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.errors import BadInputError
-from moe_oracle.plan.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
-from moe_oracle.plan.model import Command, Layout
-from moe_oracle.plan.resources import (
+from moe_oracle.launch.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
+from moe_oracle.launch.model import Command, Layout
+from moe_oracle.launch.resources import (
     Derived,
     aiter_capacities,
     choose_mori_heap,
@@ -27,7 +27,7 @@ from moe_oracle.plan.resources import (
     derive_deepgemm,
     derive_mori_heap,
 )
-from moe_oracle.plan.speculative import speculative_argv, speculative_notes
+from moe_oracle.launch.speculative import speculative_argv, speculative_notes
 from moe_oracle.spec.deployment import Deployment
 
 TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"

@@ -32,10 +32,10 @@ from moe_oracle.inputs import (
     deployment_warnings,
 )
 from moe_oracle.jsonfile import path_problem
+from moe_oracle.launch.derived import Derived, Shape
+from moe_oracle.launch.model import Command, LaunchPlan, Layout, ReplicaPlan
 from moe_oracle.model.manual import MANUAL_MODEL_NAME
 from moe_oracle.model.types import ModelDescription, layer_span
-from moe_oracle.plan.derived import Derived, Shape
-from moe_oracle.plan.model import Command, LaunchPlan, Layout, ReplicaPlan
 from moe_oracle.rules import Engine, ReasonCode
 from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 

@@ -5,7 +5,7 @@ Each example is planned for both engines with the engine's release profile, and 
 change. ``tests/engines/test_examples_docs.py`` fails, printing the regenerate command, when a
 committed file differs from what this module writes.
 
-Run as ``python -m moe_oracle.plan.examples [DIR] [--check]``.
+Run as ``python -m moe_oracle.launch.examples [DIR] [--check]``.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from moe_oracle.inputs import DeploymentFlags
+from moe_oracle.launch.build import RELEASE_PROFILE, PlanRequest, build_plan
+from moe_oracle.launch.model import LaunchPlan
+from moe_oracle.launch.render import render_markdown
 from moe_oracle.output import ensure_directory, write_text_file
-from moe_oracle.plan.build import RELEASE_PROFILE, PlanRequest, build_plan
-from moe_oracle.plan.model import LaunchPlan
-from moe_oracle.plan.render import render_markdown
 from moe_oracle.rules import Engine
 
 REGENERATE = "moe-oracle plan --examples docs/plans"

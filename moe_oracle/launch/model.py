@@ -1,6 +1,6 @@
 """The engine-neutral launch plan: what to run, where, with which environment, and why.
 
-A :class:`LaunchPlan` is built by :func:`moe_oracle.plan.build.build_plan` from one oracle
+A :class:`LaunchPlan` is built by :func:`moe_oracle.launch.build.build_plan` from one oracle
 decision (or two, when the requested expert-parallel group crosses an NVLink/XGMI domain and
 replicas are proposed). Engines fill in the commands (``moe_oracle.engines.<engine>.plan``);
 everything else (layouts, derived quantities, reasons) is shared.
@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.errors import ExitCode, OracleError
-from moe_oracle.plan.derived import Derived
+from moe_oracle.launch.derived import Derived
 from moe_oracle.shell import shell_assign, shell_quote
 from moe_oracle.spec.deployment import Deployment
 

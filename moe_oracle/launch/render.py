@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from moe_oracle.plan.derived import Derived
-from moe_oracle.plan.model import LaunchPlan
+from moe_oracle.launch.derived import Derived
+from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.spec.deployment import Topology
 
 
