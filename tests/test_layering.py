@@ -13,19 +13,21 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parents[1] / "moe_oracle"
 
 #: Bottom to top. A module may import its own floor and the floors below, never one above. The key is
-#: the first name under ``moe_oracle`` (a sub-package or a top-level module); ``""`` (the leading space of
-#: the vocabulary) is the package itself.
+#: the first name under ``moe_oracle`` (a sub-package or a top-level module); ``""`` is the package itself,
+#: the front door above everything (nothing imports it; ``__version__`` lives in ``moe_oracle.version``).
 FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     (name, frozenset(members.split(" ")))
     for name, members in (
         (
             "vocabulary",
-            " data errors hardware jsonfile model numerics output presets rules shell software spec validation",
+            "data errors hardware jsonfile model numerics output presets rules shell software spec validation version",
         ),
         ("declarations and inputs", "cost engine_gates inputs registry"),
         ("decision", "decide"),
-        ("uses of the decision", "api engines kernels launch probe_report report runtime"),
-        ("command line", "__main__ cli"),
+        ("uses of the decision", "answers engines kernels launch probe_report report runtime"),
+        ("command line", "__main__ api cli"),
+        # the package itself: its public names (moe_oracle.select, ...) are loaded by name on first use
+        ("front door", ""),
     )
 )
 

@@ -12,9 +12,9 @@ from typing import ClassVar
 
 import click
 
-from moe_oracle import __version__
 from moe_oracle.cli.streams import discard_pending_output, is_output_failure, prepare_streams, say
 from moe_oracle.errors import MAX_MESSAGE_CHARS, ExitCode, OracleError, bounded_line
+from moe_oracle.version import __version__
 
 
 class LazyGroup(click.Group):

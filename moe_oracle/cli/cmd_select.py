@@ -28,8 +28,6 @@ ENGINES = [e.value for e in Engine]
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
     from moe_oracle.decide.record import load_record
-    from moe_oracle.inputs import deployment_warnings
-    from moe_oracle.launch.build import settled_decision
 
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")
@@ -44,81 +42,51 @@ def select(model: str | None, **kw: Any) -> None:
             "select needs MODEL (or --replay FILE, or the manual flags --hidden-size ... --weight-format)",
             fix="e.g. moe-oracle select deepseek-ai/DeepSeek-V4-Flash --device b200",
         )
-    resolved = asked_from(model, kw, "select", Engine(kw.pop("engine"))).resolve()
-    from moe_oracle.launch.build import check_engine_layout
+    asked = asked_from(model, kw, "select", Engine(kw.pop("engine")))
+    from moe_oracle.answers.door import select_asked
 
-    check_engine_layout(resolved.asked.engine, resolved.deployment)
+    def show_trail(exc: OverrideRefusedError) -> None:
+        if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
+            for line in exc.trail:
+                click.echo(f"  {line}", err=True)
+
+    resolved = _resolved(asked)
+    try:
+        selection = select_asked(asked, model, resolved=resolved, on_refusal=show_trail)
+    except DeploymentDoesNotFitError as exc:
+        if not as_json:  # the decision and its fit, then the one-line refusal
+            _print(exc.selection, as_json, all_reasons)  # type: ignore[attr-defined]
+        raise
+    _print(selection, as_json, all_reasons)
+
+
+def _resolved(asked: Any) -> Any:
+    """The question resolved, the engine's layout rules checked (exit 2), and the deployment's warnings printed,
+    before anything is decided."""
+    from moe_oracle.answers.door import check_engine_layout
+    from moe_oracle.inputs import deployment_warnings
+
+    resolved = asked.resolve()
+    check_engine_layout(asked.engine, resolved.deployment)
     for line in deployment_warnings(resolved.deployment):
         click.echo(f"warning: {line}", err=True)
+    return resolved
 
-    def decide_at(budget: int | None) -> Any:
-        try:
-            return resolved.at_budget(budget).decide()
-        except OverrideRefusedError as exc:
-            if all_reasons:  # the full trail on demand, one reason per line, before the one-line error
-                for line in exc.trail:
-                    click.echo(f"  {line}", err=True)
-            raise
 
-    options = resolved.asked.options
-    decision, fit, settings_why = settled_decision(
-        decide_at, model or resolved.asked.model.model, resolved.asked.given_settings(), options.env
+def _print(selection: Any, as_json: bool, all_reasons: bool) -> None:
+    doc = selection.to_dict()
+    _emit(
+        selection.decision,
+        doc,
+        as_json,
+        all_reasons,
+        fit=selection.fit,
+        layout_why=doc.get("layout_chosen"),
+        settings_why=doc.get("settings_chosen"),
     )
-    doc = resolved.record(decision)
-    doc["fit"] = fit.to_json()
-    layout_why = resolved.asked.layout_why
-    if layout_why:
-        doc["layout_chosen"] = layout_why
-    if settings_why:
-        doc["settings_chosen"] = settings_why
-    replicas = _replicas(resolved, decision)
-    if replicas:
-        doc["replicas"] = replicas
-    if not fit.fits and as_json:
-        raise _does_not_fit(decision, fit)
-    _emit(decision, doc, as_json, all_reasons, fit=fit, layout_why=layout_why, settings_why=settings_why)
+    replicas = doc.get("replicas")
     if replicas and not as_json:
         click.echo(f"replicas: {replicas['note']}")
-    if not fit.fits:
-        raise _does_not_fit(decision, fit)
-
-
-def _replicas(resolved: Any, decision: Any) -> dict[str, Any] | None:
-    """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
-    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.launch.build.replica_choice`),
-    with that decision's fingerprint, so both commands name both answers."""
-    from moe_oracle.launch.build import replica_choice
-    from moe_oracle.launch.model import Layout
-
-    choice = replica_choice(resolved, decision)
-    if choice is None or not choice.adopted:
-        return None
-    layout = Layout.of(choice.deployment)
-    fingerprint = resolved.fingerprint(choice.decision)
-    chosen = choice.decision.main.chosen.label
-    flags = f"--nodes {layout.nodes} --dp {layout.dp} --ep {layout.ep}" + (
-        f" --tp {layout.tp}" if layout.tp > 1 else ""
-    )
-    return {
-        "count": choice.count,
-        "layout": layout.label(),
-        "chosen": chosen,
-        "fingerprint": fingerprint,
-        "note": f"plan and serve run {choice.count} replicas of {layout.label()} (one per NVLink/XGMI domain), where "
-        f"{chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
-    }
-
-
-def _does_not_fit(decision: Any, fit: Any) -> DeploymentDoesNotFitError:
-    """The refusal ``plan`` gives for the same deployment (same message, fix and exit code)."""
-    from moe_oracle.launch.model import Layout
-
-    reason = fit.reasons[0]
-    return DeploymentDoesNotFitError(
-        f"[{reason.code.value}] {decision.model.model} on {Layout.of(decision.deployment).label()} x "
-        f"{decision.deployment.device.name}: {reason.message}",
-        fix=reason.remediation,
-    )
 
 
 def _replay_alone(model: str | None) -> None:
@@ -156,7 +124,7 @@ def _replay(record: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
 
     inputs = replay_inputs(record)
     decision = decide(**inputs)
-    doc = decision_to_json(decision, inputs["advisories"], record_origin(record))
+    doc = decision_to_json(decision, software_origin=record_origin(record))
     _emit(decision, doc, as_json, all_reasons)
     note = device_note(inputs["deployment"].device)
     if note:

@@ -321,6 +321,18 @@ def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any
     return manual_from_flags(*(given[flag] for flag in _MANUAL_REQUIRED), **extra)
 
 
+def _no_manual_flags(kw: dict[str, Any], description: Any) -> None:
+    """A model already described takes no manual flag (pops them; exit 2 for one given)."""
+    names = {**MANUAL_FLAGS, **{flag: key for flag, (key, _) in MANUAL_SWITCHES.items()}}
+    given = [flag for flag, key in names.items() if kw.pop("manual_" + key, None) is not None]
+    if given:
+        raise BadInputError(
+            f"model {description.model!r} is already described, and the manual flags ({', '.join(given)}) describe "
+            "it again",
+            fix="give the description or the manual flags, not both",
+        )
+
+
 #: The parameters that set a parallel layout (native and engine spellings): none given means "propose one".
 LAYOUT_PARAMS = (
     "tp",
@@ -459,11 +471,12 @@ def decode_tokens_from(kw: dict[str, Any]) -> int:
     return kw.pop("decode_tokens") or max_num_seqs or DEFAULT_DECODE_TOKENS
 
 
-def asked_from(model: str | None, kw: dict[str, Any], command: str, engine: Any) -> Any:
+def asked_from(model: str | None, kw: dict[str, Any], command: str, engine: Any, description: Any = None) -> Any:
     """The :class:`~moe_oracle.decide.asked.AskedQuestion` of a deciding command's options (pops them): the one
     reading of MODEL or the manual flags, the deployment, software, override, workload, conversion and memory
     flags for ``select``, ``plan``, ``serve`` and ``compare``. With no layout flag, the layout the oracle proposes
-    for the GPUs given (:func:`moe_oracle.decide.layout.propose_layout`), with its reason."""
+    for the GPUs given (:func:`moe_oracle.decide.layout.propose_layout`), with its reason. ``description``: the
+    model already read (``moe_oracle.select(ModelDescription, ...)``), instead of MODEL or the manual flags."""
     from moe_oracle.decide.asked import AskedQuestion
     from moe_oracle.inputs import check_engine_software
 
@@ -474,7 +487,10 @@ def asked_from(model: str | None, kw: dict[str, Any], command: str, engine: Any)
     options = options_from(kw)
     proposed = not layout_given()
     flags = flags_from(kw)
-    description = description_from(model, kw, command)
+    if description is None:
+        description = description_from(model, kw, command)
+    else:
+        _no_manual_flags(kw, description)
     layout_why = None
     if proposed:
         from moe_oracle.decide.layout import propose_layout

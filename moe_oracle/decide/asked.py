@@ -127,10 +127,10 @@ class ResolvedQuestion:
         """The decision record (``select --json``) of ``decision``, with this question's advisories and origin."""
         from moe_oracle.decide.record import decision_to_json
 
-        return decision_to_json(decision, self.advisories, self.software_origin)
+        return decision_to_json(decision, software_origin=self.software_origin)
 
     def fingerprint(self, decision: Decision) -> str:
         """The fingerprint :meth:`record` would carry."""
         from moe_oracle.decide.record import decision_fingerprint
 
-        return decision_fingerprint(decision, self.advisories)
+        return decision_fingerprint(decision)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from moe_oracle.cost.model import Workload
-from moe_oracle.decide.advisories import Advisory
+from moe_oracle.decide.advisories import Advisory, AdvisorySet, bundled_advisories
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.engine_gates.speculative import built_groups, unbuilt_groups
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
@@ -57,10 +57,11 @@ class Question:
         engine: Engine = Engine.NONE,
         workload: Workload | None = None,
         conversion: ConversionOptions | None = None,
-        advisories: tuple[Advisory, ...] = (),
+        advisories: tuple[Advisory, ...] | None = None,
     ) -> Question:
         """The question with the defaults filled in: the default workload for the deployment's per-rank
-        token budget (:meth:`Workload.default`) and conversions enabled, lossless only."""
+        token budget (:meth:`Workload.default`), conversions enabled, lossless only, and the bundled advisories
+        (``advisories`` None; a tuple given is the whole set in force, see :attr:`missing_bundled`)."""
         return cls(
             model,
             deployment,
@@ -68,13 +69,20 @@ class Question:
             engine,
             workload or Workload.default(deployment.parallel.tokens_per_rank),
             conversion or ConversionOptions(),
-            advisories,
+            AdvisorySet(bundled_advisories()) if advisories is None else advisories,
         )
 
     def scenario(self, group: MoELayerGroup) -> Scenario:
         """What the declared checks judge for one layer group of the model."""
         model = self.model
         return Scenario(group, self.deployment, self.software, self.engine, model.architecture, model.model_type)
+
+    @property
+    def missing_bundled(self) -> tuple[str, ...]:
+        """The ids of the bundled advisories this question does not apply (empty for every front end's question;
+        a replayed record written before an advisory was bundled, or a caller that dropped them, lists them)."""
+        ids = {adv.id for adv in self.advisories}
+        return tuple(adv.id for adv in bundled_advisories() if adv.id not in ids)
 
     @property
     def engine_version(self) -> str | None:

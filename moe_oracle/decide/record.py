@@ -16,7 +16,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from moe_oracle import __version__
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import MAX_ADVISORIES, Advisory, AdvisorySet, bundled_advisories
 from moe_oracle.decide.question import ConversionOptions
@@ -31,12 +30,15 @@ from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 from moe_oracle.spec.device import DEVICES, DeviceSpec
 from moe_oracle.validation import one_line
+from moe_oracle.version import __version__
 
 RECORD_SCHEMA = 1
 _CONVERSION_KEYS = frozenset(f.name for f in fields(ConversionOptions))
 
 
-def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, Any]:
+def _inputs(decision: Decision) -> dict[str, Any]:
+    """The inputs a record carries and its fingerprint covers: every one from the decision's own question (the
+    advisories too: the set the decision was made under, so no caller can fingerprint another set)."""
     return {
         "model": decision.model.model_dump(mode="json"),
         # speculative recorded only when on, so records written before the flag existed keep their fingerprint
@@ -47,7 +49,7 @@ def _inputs(decision: Decision, advisories: tuple[Advisory, ...]) -> dict[str, A
         "engine": decision.engine.value,
         "override": None if decision.override is None else str(decision.override),
         "allow_fallback": decision.allow_fallback,
-        "advisories": [a.model_dump(mode="json") for a in advisories],
+        "advisories": [a.model_dump(mode="json") for a in decision.question.advisories],
         "workload": {"label": decision.workload.label, "points": [list(p) for p in decision.workload.points]},
         "conversion": {
             "enabled": decision.conversion.enabled,
@@ -80,16 +82,16 @@ def fingerprint(inputs: dict[str, Any], oracle_version: str = __version__) -> st
     return f"sha256:{digest[:32]}"
 
 
-def decision_fingerprint(decision: Decision, advisories: tuple[Advisory, ...] = ()) -> str:
-    """The fingerprint of ``decision``'s record (:func:`decision_to_json`), without building the record."""
-    return fingerprint(_inputs(decision, advisories))
+def decision_fingerprint(decision: Decision) -> str:
+    """The fingerprint of ``decision``'s record (:func:`decision_to_json`), without building the record: the one
+    definition every front end (CLI, :mod:`moe_oracle.api`, both engine plug-ins) shows."""
+    return fingerprint(_inputs(decision))
 
 
-def decision_to_json(
-    decision: Decision, advisories: tuple[Advisory, ...] = (), software_origin: str = ""
-) -> dict[str, Any]:
-    """The ``select --json`` document (see docs/cli.md for the contract)."""
-    inputs = _inputs(decision, advisories)
+def decision_to_json(decision: Decision, *, software_origin: str = "") -> dict[str, Any]:
+    """The ``select --json`` document (see docs/cli.md for the contract). A decision made without some bundled
+    advisory (a replayed older record, or an API caller that dropped them) carries ``bundled_advisories_missing``."""
+    inputs = _inputs(decision)
     main = decision.main.to_json()
     return {
         "schema": RECORD_SCHEMA,
@@ -116,7 +118,13 @@ def decision_to_json(
         "advisory_notes": list(decision.advisory_notes()),
         "fingerprint": fingerprint(inputs),
         "inputs": inputs,
+        **_missing(decision),
     }
+
+
+def _missing(decision: Decision) -> dict[str, Any]:
+    missing = decision.question.missing_bundled
+    return {"bundled_advisories_missing": list(missing)} if missing else {}
 
 
 _FIX_RECORD = "pass a file written by select --json"

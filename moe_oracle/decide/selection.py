@@ -194,7 +194,7 @@ def decide(
     engine: Engine = Engine.NONE,
     override: Override | None = None,
     allow_fallback: bool = False,
-    advisories: tuple[Advisory, ...] = (),
+    advisories: tuple[Advisory, ...] | None = None,
     workload: Workload | None = None,
     registry: Registry | None = None,
     conversion: ConversionOptions | None = None,
@@ -208,7 +208,9 @@ def decide(
     case the group keeps the automatic choice with a warning naming what runs instead.
     ``conversion`` governs load-time conversions (enabled, lossless only, by default); a converting
     candidate is chosen only when it is expected to be faster than every candidate serving the
-    checkpoint as stored. ``workload`` defaults to :meth:`Workload.default` for the deployment.
+    checkpoint as stored. ``workload`` defaults to :meth:`Workload.default` for the deployment;
+    ``advisories`` to the bundled ones (a tuple given is the whole set in force: a replayed record's).
+    Front ends do not call this: they go through :mod:`moe_oracle.api`.
     """
     reg = registry or load_registry()
     question = Question.of(

@@ -14,7 +14,7 @@ from typing import Any
 
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.engines.layer_plan import LayerPlan
-from moe_oracle.rules import Reason, Scenario, Status
+from moe_oracle.rules import Reason, ReasonCode, Scenario, Status
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile
 
 _TITLES = {"vllm": "vLLM", "sglang": "SGLang"}
@@ -72,13 +72,15 @@ def candidate_route(decision: Any, gd: Any, candidate: Any) -> str | None:
 
 
 def route_reasons(decision: Any, gd: Any, candidate: Any, route: str) -> list[Reason]:
-    """Failures of ``candidate`` on one route alone: that route's engine rules first, then its kernel's."""
+    """Failures of ``candidate`` on one route alone: that route's engine rules first, then its kernel's, then the
+    known-bad advisories that reject it (``KNOWN_BAD``: the decision's, which every route inherits)."""
     sc = _scenario(decision, gd, candidate)
     out: list[Reason] = []
     for support in _profile(decision).routes(candidate.spec):
         if support.route == route:
             out += [r for r in support.evaluate(candidate.spec, sc) if r.status is Status.FAIL]
-    return out + [r for r in candidate.spec.evaluate(sc) if r.status is Status.FAIL]
+    out += [r for r in candidate.spec.evaluate(sc) if r.status is Status.FAIL]
+    return out + [r for r in candidate.failures if r.code is ReasonCode.KNOWN_BAD]
 
 
 def plugin_reasons(decision: Any, gd: Any, candidate: Any) -> list[Reason]:

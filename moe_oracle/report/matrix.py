@@ -15,8 +15,8 @@ from typing import Any
 
 from moe_oracle.decide.fit import Fit
 from moe_oracle.decide.selection import Candidate, Decision
-from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.launch.build import settled_decision
+from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec
@@ -232,7 +232,7 @@ class Matrix:
         raise KeyError((scenario_id, key))
 
     def to_json(self) -> dict[str, Any]:
-        from moe_oracle import __version__
+        from moe_oracle.version import __version__
 
         return {
             "schema": MATRIX_SCHEMA,

@@ -142,8 +142,8 @@ def test_the_hook_asks_the_plans_question_for_the_v4_pro_dp8_plan():
     """The launch ``moe-oracle plan`` prints for DeepSeek-V4-Pro on 8 x H200 (DP8+EP8), checked by real SGLang:
     the hook reads each rank's chunk as SGLang resolved it (1024 = 8192 // 8, divided once), so its decision's
     fingerprint is the plan's once the inputs the hook does not read from SGLang (the model's source: a local
-    directory here, the hub id in the plan; the software: installed here, the release profile in the plan; the
-    bundled advisories) are the plan's."""
+    directory here, the hub id in the plan; the software: installed here, the release profile in the plan) are the
+    plan's. The advisories are not copied: the hook decides with the bundled ones, as the plan does."""
     from moe_oracle.decide.record import fingerprint
 
     shown = subprocess.run(
@@ -163,7 +163,8 @@ def test_the_hook_asks_the_plans_question_for_the_v4_pro_dp8_plan():
     theirs, ours = plan["decision"]["inputs"], out["record"]["inputs"]
     assert theirs["deployment"] == ours["deployment"] and theirs["workload"] == ours["workload"]
     assert theirs["deployment"]["parallel"]["max_num_batched_tokens"] == 1024
-    for key in ("model", "software", "advisories"):
+    assert ours["advisories"] == theirs["advisories"]
+    for key in ("model", "software"):
         ours[key] = theirs[key]
     assert ours == theirs
     assert fingerprint(ours, out["record"]["oracle_version"]) == plan["fingerprint"]

@@ -57,26 +57,26 @@ def test_installed_profile_rejects_with_kernel_missing_when_no_deep_gemm():
 
 def test_record_replays_to_the_same_decision(tmp_path):
     d = run(V4_FLASH, "h200", dp=8, ep=8, engine="vllm", software="vllm-0.33.0")
-    doc = decision_to_json(d, ())
+    doc = decision_to_json(d)
     path = tmp_path / "record.json"
     path.write_text(json.dumps(doc))
     loaded = json.loads(path.read_text())
     again = decide(**replay_inputs(loaded))
-    doc2 = decision_to_json(again, ())
+    doc2 = decision_to_json(again)
     assert doc2["fingerprint"] == doc["fingerprint"]
     assert doc2["layer_groups"] == doc["layer_groups"]
 
 
 def test_fingerprint_changes_with_inputs_and_version():
-    a = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8), ())
-    b = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8, max_num_batched_tokens=4096), ())
+    a = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8))
+    b = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8, max_num_batched_tokens=4096))
     assert a["fingerprint"] != b["fingerprint"]
     assert fingerprint(a["inputs"]) == a["fingerprint"]
     assert fingerprint(a["inputs"], oracle_version="999") != a["fingerprint"]
 
 
 def test_json_contract_fields():
-    doc = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8), ())
+    doc = decision_to_json(run(V4_FLASH, "b200", dp=8, ep=8))
     assert doc["chosen"] == {"backend": "deep_gemm_mega_moe", "variant": "sm100_fp8xfp4"}
     assert {"backend", "variant", "eligible", "reasons"} <= set(doc["candidates"][0])
     for cand in doc["candidates"]:

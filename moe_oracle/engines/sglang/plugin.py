@@ -8,7 +8,7 @@ SGLang 0.5.23 calls :func:`register` in every process it starts (``load_plugins(
 nothing else of SGLang is touched:
 
 * ``ServerArgs.check_server_args`` (an ``AFTER`` hook; it runs in the launching process before any
-  scheduler process starts or any weight loads, ``entrypoints/engine.py:1163``): the same ``decide()`` as
+  scheduler process starts or any weight loads, ``entrypoints/engine.py:1163``): the same decision as
   ``moe-oracle select --engine sglang``; an explicit ``MOE_ORACLE_SGLANG_BACKEND`` is validated and refused
   with every reason (one line per layer group, ``ValueError``); one table is logged; the plan is written to
   ``MOE_ORACLE_SGLANG_PLAN``, which the scheduler processes inherit;
@@ -63,6 +63,9 @@ class SglangArgs:
     moe_a2a_backend: str | None = None
     speculative: bool = False
     device: str | None = None  # a catalogue name; None: this machine's GPU
+    #: the kernel builds the decision judges: ``installed`` (probed: what the real hook uses) or a named software
+    #: profile (a declared build, for a dry check without the libraries)
+    software: str = "installed"
 
 
 @dataclass
@@ -78,8 +81,9 @@ class Outcome:
 def launch_decision(args: SglangArgs, request: Request) -> Any:
     """The decision the hook makes for ``args``: the question ``moe-oracle plan`` asks for the same layout and
     per-rank token budget (same deployment and workload), judged with the installed software."""
+    from moe_oracle.answers.door import answer
     from moe_oracle.cost.model import Workload
-    from moe_oracle.decide.selection import decide
+    from moe_oracle.decide.question import Question
     from moe_oracle.engines.vllm.shipped import emulation_software
     from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
     from moe_oracle.model.resolve import resolve_model
@@ -100,20 +104,20 @@ def launch_decision(args: SglangArgs, request: Request) -> Any:
         speculative="mtp" if args.speculative else "none",
     )
     deployment, _ = build_deployment(flags, {})
-    software, _ = resolve_software("installed", "local")
+    software, _ = resolve_software(args.software, "local")
     if request.emulate:  # the numerics twin needs no kernel library
         software = emulation_software(software)
     libraries = dict(software.libraries)
     libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist="moe-oracle (SGLang plug-in, running)")
     software = software.model_copy(update={"libraries": libraries})
     workload = Workload.default(deployment.parallel.tokens_per_rank)
-    return decide(description, deployment, software, engine=Engine.SGLANG, workload=workload)
+    return answer(Question.of(description, deployment, software, engine=Engine.SGLANG, workload=workload)).decision
 
 
 def _fingerprint(decision: Any) -> str:
-    from moe_oracle.decide.record import decision_to_json
+    from moe_oracle.decide.record import decision_fingerprint
 
-    return decision_to_json(decision)["fingerprint"]
+    return decision_fingerprint(decision)
 
 
 def _refusal(decision: Any, gd: Any, pin: str) -> tuple[Any, list[str]]:

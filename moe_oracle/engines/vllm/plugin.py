@@ -14,7 +14,8 @@ both through vLLM's own extension points:
   ``VllmConfig.__post_init__`` (before the LoRA check, ``KernelConfig.set_platform_defaults`` and any
   model construction), decides with vLLM 0.33 semantics:
 
-  - ``--moe-backend auto``: the same ``decide()`` as ``moe-oracle select --engine vllm`` ranks vLLM's
+  - ``--moe-backend auto``: the same decision as ``moe-oracle select --engine vllm`` (:mod:`moe_oracle.answers`,
+    bundled advisories in force) ranks vLLM's
     native mega paths and moe-oracle's runtime variants. When every layer group runs one native
     backend, ``kernel_config.moe_backend`` is set to it (plus MoRI settings for AITER); otherwise the
     groups moe-oracle serves are written, as a plan, into ``additional_config["moe_oracle"]``, which
@@ -200,9 +201,9 @@ def resolve(snap: VllmSnapshot) -> Outcome:
 
 
 def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outcome:
+    from moe_oracle.answers.door import answer
     from moe_oracle.cost.model import Workload
-    from moe_oracle.decide.question import ConversionOptions
-    from moe_oracle.decide.selection import decide
+    from moe_oracle.decide.question import ConversionOptions, Question
     from moe_oracle.errors import BadInputError
     from moe_oracle.rules import Engine
 
@@ -259,7 +260,8 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
         workload=Workload.default(deployment.parallel.tokens_per_rank, decode_tokens=snap.max_num_seqs),
         conversion=ConversionOptions(enabled=request.convert, allow_lossy=request.allow_lossy),
     )
-    decision = decide(description, deployment, software, **ctx)
+    question = Question.of(description, deployment, software, **ctx)
+    decision = answer(question).decision
     stale = _stale_plan(request, decision, head)
     if stale is not None:
         return stale
@@ -268,7 +270,7 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
     elif requested == "auto":
         out = _auto(snap, request, decision, deployment, blockers, head, where)
     else:
-        out = _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where)
+        out = _explicit_native(snap, requested, decision, question, blockers, head, where)
     out.table = [*out.table, *(f"  note: {n}" for n in snap.notes)]
     return out
 
@@ -309,9 +311,9 @@ def _stale_plan(request: Any, decision: Any, head: str) -> Outcome | None:
 
 
 def _fingerprint(decision: Any) -> str:
-    from moe_oracle.decide.record import decision_to_json
+    from moe_oracle.decide.record import decision_fingerprint
 
-    return decision_to_json(decision)["fingerprint"]
+    return decision_fingerprint(decision)
 
 
 def _ship(snap: VllmSnapshot, routes: list[Any], fingerprint: str) -> dict[str, Any]:
@@ -413,9 +415,10 @@ def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome
     return out
 
 
-def _explicit_native(snap, requested, decision, deployment, software, description, ctx, blockers, head, where):
+def _explicit_native(snap, requested, decision, question, blockers, head, where):
     """An explicit ``--moe-backend deep_gemm_mega_moe`` / ``aiter_mega_moe``: vLLM's own path must run it."""
-    from moe_oracle.decide.selection import Override, decide
+    from moe_oracle.answers.door import answer
+    from moe_oracle.decide.selection import Override
     from moe_oracle.engines.vllm.routes import candidate_route, refusal_lines
     from moe_oracle.engines.vllm.table import decision_table
     from moe_oracle.errors import OverrideRefusedError
@@ -423,7 +426,7 @@ def _explicit_native(snap, requested, decision, deployment, software, descriptio
 
     fingerprint = _fingerprint(decision)
     try:
-        chosen = decide(description, deployment, software, override=Override(requested), **ctx)
+        chosen = answer(question, override=Override(requested)).decision
     except OverrideRefusedError:
         chosen = None
     routes = [candidate_route(chosen, gd, gd.chosen) for gd in chosen.groups if gd.chosen is not None] if chosen else []
@@ -442,7 +445,7 @@ def _explicit_native(snap, requested, decision, deployment, software, descriptio
             "refuse", requested, error=f"{error} [moe-oracle; {ENV_SWITCH}=0 off]", table=table, fingerprint=fingerprint
         )
     out = Outcome("keep", requested, fingerprint=fingerprint)
-    _native_extras(out, requested, snap, chosen, deployment)
+    _native_extras(out, requested, snap, chosen, question.deployment)
     out.table = decision_table(chosen, f"{head} validated: {requested} ({where})")
     out.table += [f"  set {k} = {v}" for k, v in out.mutations().items()] + [f"  decision fingerprint {fingerprint}"]
     return out

@@ -1,0 +1,184 @@
+"""The one door: every front end's question is answered here.
+
+Two shapes of question reach it. The CLI and the keyword API ask an
+:class:`~moe_oracle.decide.asked.AskedQuestion` (the command line's words): :func:`select_asked` resolves it,
+decides, settles the memory fit and builds ``select --json``'s document. An engine plug-in, which reads its
+model, deployment and software from the engine's own configuration, asks a typed
+:class:`~moe_oracle.decide.question.Question`: :func:`answer` and :func:`judge`. Both decide through
+:func:`~moe_oracle.decide.selection.decide_automatically` / :func:`~moe_oracle.decide.selection.decide_with_override`
+with the bundled advisories in force (a question built without them records which it lacks), and both
+fingerprint with :func:`~moe_oracle.decide.record.decision_fingerprint`, the one definition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from moe_oracle.answers.results import GroupVerdict, Rejected, Selection, Verdict
+from moe_oracle.decide.asked import AskedQuestion, ResolvedQuestion
+from moe_oracle.decide.question import Question
+from moe_oracle.decide.record import decision_to_json
+from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
+from moe_oracle.errors import DeploymentDoesNotFitError, OverrideRefusedError
+from moe_oracle.registry import Registry
+
+
+def answer(
+    question: Question,
+    *,
+    override: Override | str | None = None,
+    allow_fallback: bool = False,
+    registry: Registry | None = None,
+) -> Selection:
+    """The decision for a typed question (no memory fit: an engine sizes its own memory), as a :class:`Selection`
+    whose document is ``select --json``'s for the same inputs. An override that cannot run raises
+    :class:`OverrideRefusedError` (unless ``allow_fallback``), as ``select --moe-backend`` exits 3."""
+    wanted = Override.parse(override) if isinstance(override, str) else override
+    if wanted is None:
+        decision = decide_automatically(question, registry)
+        if allow_fallback:
+            from dataclasses import replace
+
+            decision = replace(decision, allow_fallback=True)
+    else:
+        decision = decide_with_override(question, wanted, registry, allow_fallback=allow_fallback)
+    return selection_of(decision)
+
+
+def selection_of(decision: Decision, *, software_origin: str = "", fit: Any = None) -> Selection:
+    """The :class:`Selection` of a decision already made (its record, and the fit when given)."""
+    doc = decision_to_json(decision, software_origin=software_origin)
+    if fit is not None:
+        doc["fit"] = fit.to_json()
+    return Selection(decision, fit, doc)
+
+
+def judge(question: Question, backend: Override | str, *, registry: Registry | None = None) -> Verdict:
+    """Can ``backend`` run every layer group of ``question``? Every reason when not (no exception: a verdict);
+    an unknown backend or variant name is :class:`~moe_oracle.errors.BadInputError`."""
+    wanted = Override.parse(backend) if isinstance(backend, str) else backend
+    automatic = answer(question, registry=registry)
+    try:
+        chosen: Selection | None = answer(question, override=wanted, registry=registry)
+        refusal: str | None = None
+        trail: tuple[str, ...] = ()
+    except OverrideRefusedError as exc:
+        chosen, refusal, trail = None, exc.one_line(), exc.trail
+    return verdict_of(wanted, automatic, chosen, refusal, trail)
+
+
+def verdict_of(
+    wanted: Override, automatic: Selection, chosen: Selection | None, refusal: str | None, trail: tuple[str, ...]
+) -> Verdict:
+    def matches(key: str) -> bool:
+        backend, _, variant = key.partition(":")
+        return backend == wanted.backend and wanted.variant in (None, variant.split("+")[0])
+
+    groups = []
+    picked = {g.group.name: g.chosen for g in chosen.decision.groups} if chosen is not None else {}
+    for gd in automatic.decision.groups:
+        mine = [c for c in (*gd.candidates, *gd.conversions) if matches(c.spec.key)]
+        winner = picked.get(gd.group.name)
+        groups.append(
+            GroupVerdict(
+                name=gd.group.name,
+                layers=tuple(gd.group.layers),
+                chosen=None if winner is None else winner.spec.key,
+                rejected=tuple(Rejected(c.label, c.failures) for c in mine if not c.eligible),
+            )
+        )
+    return Verdict(str(wanted), tuple(groups), chosen, automatic, refusal, trail)
+
+
+def select_asked(
+    asked: AskedQuestion,
+    source: str | None = None,
+    *,
+    resolved: ResolvedQuestion | None = None,
+    on_refusal: Callable[[OverrideRefusedError], None] | None = None,
+) -> Selection:
+    """``moe-oracle select``'s answer to ``asked`` (``source``: MODEL as given): the decision at the engine settings
+    the memory fit settles on, the fit, the layout and settings the oracle chose, and the replica layout plan and
+    serve run where EP crosses a domain. A deployment that does not fit raises :class:`DeploymentDoesNotFitError`
+    with the selection attached (``.selection``); ``on_refusal`` sees a refused override before it propagates.
+    ``resolved``: ``asked`` already resolved and its layout checked (:func:`check_engine_layout`)."""
+    from moe_oracle.launch.build import settled_decision
+
+    if resolved is None:
+        resolved = asked.resolve()
+        check_engine_layout(asked.engine, resolved.deployment)
+
+    def decide_at(budget: int | None) -> Decision:
+        try:
+            return resolved.at_budget(budget).decide()
+        except OverrideRefusedError as exc:
+            if on_refusal is not None:
+                on_refusal(exc)
+            raise
+
+    decision, fit, settings_why = settled_decision(
+        decide_at, source or asked.model.model, asked.given_settings(), asked.options.env
+    )
+    selection = selection_of(decision, software_origin=resolved.software_origin, fit=fit)
+    doc = selection._document
+    if asked.layout_why:
+        doc["layout_chosen"] = asked.layout_why
+    if settings_why:
+        doc["settings_chosen"] = settings_why
+    replicas = _replicas(resolved, decision)
+    if replicas:
+        doc["replicas"] = replicas
+    if not fit.fits:
+        raise does_not_fit(selection)
+    return selection
+
+
+def check_engine_layout(engine: Any, deployment: Any) -> None:
+    """The engine's own layout rules (exit 2 for a layout the engine cannot launch), for every command alike."""
+    from moe_oracle.launch.build import check_engine_layout as check
+
+    check(engine, deployment)
+
+
+def does_not_fit(selection: Selection) -> DeploymentDoesNotFitError:
+    """The refusal ``plan`` gives for the same deployment (same message, fix and exit code), carrying the selection."""
+    from moe_oracle.launch.model import Layout
+
+    decision, fit = selection.decision, selection.fit
+    assert fit is not None
+    reason = fit.reasons[0]
+    exc = DeploymentDoesNotFitError(
+        f"[{reason.code.value}] {decision.model.model} on {Layout.of(decision.deployment).label()} x "
+        f"{decision.deployment.device.name}: {reason.message}",
+        fix=reason.remediation,
+    )
+    exc.selection = selection  # type: ignore[attr-defined]
+    return exc
+
+
+def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] | None:
+    """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
+    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.launch.build.replica_choice`),
+    with that decision's fingerprint, so both commands name both answers."""
+    from moe_oracle.launch.build import replica_choice
+    from moe_oracle.launch.model import Layout
+
+    choice = replica_choice(resolved, decision)
+    if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
+        return None
+    layout = Layout.of(choice.deployment)
+    fingerprint = resolved.fingerprint(choice.decision)
+    main = choice.decision.main.chosen
+    chosen = main.label if main is not None else "no fused backend"
+    flags = f"--nodes {layout.nodes} --dp {layout.dp} --ep {layout.ep}" + (
+        f" --tp {layout.tp}" if layout.tp > 1 else ""
+    )
+    return {
+        "count": choice.count,
+        "layout": layout.label(),
+        "chosen": chosen,
+        "fingerprint": fingerprint,
+        "note": f"plan and serve run {choice.count} replicas of {layout.label()} (one per NVLink/XGMI domain), where "
+        f"{chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
+    }
