@@ -67,6 +67,10 @@ class OracleError(Exception):
     """Base class: a failure with a one-line message and an exit code."""
 
     exit_code: ExitCode = ExitCode.INTERNAL
+    #: More of the one ``--json`` error document (``serve``: the plan the failure refers to).
+    document: dict[str, object] | None = None
+    #: True when the command's one ``--json`` document is already on stdout (no error document follows it).
+    document_written: bool = False
 
     def __init__(self, message: str, *, fix: str | None = None) -> None:
         self.message = message

@@ -71,7 +71,7 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
-    as_json = "--json" in (args[: args.index("--")] if "--" in args else args)
+    as_json = _wants_json(args[: args.index("--")] if "--" in args else args)
     if prepare_streams():
         _fail(
             "standard output is closed (>&-): the result would go nowhere",
@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
         code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False)
         sys.stdout.flush()  # a full or read-only target fails here, inside the handlers, not at exit
     except OracleError as exc:
-        _fail(exc.one_line(), as_json, exc.exit_code, exc)
+        _fail(exc.one_line(), as_json and not exc.document_written, exc.exit_code, exc)
         return int(exc.exit_code)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code or 0)
@@ -125,6 +125,12 @@ def main(argv: list[str] | None = None) -> int:
     return int(code) if isinstance(code, int) else int(ExitCode.OK)
 
 
+def _wants_json(args: list[str]) -> bool:
+    """``--json``, or ``--format json`` (``matrix``): stdout is then one JSON document, on failure too."""
+    pairs = zip(args, [*args[1:], ""], strict=True)
+    return "--json" in args or "--format=json" in args or any(a == "--format" and b == "json" for a, b in pairs)
+
+
 def _closed_stdout() -> int:
     """The reader of stdout went away (``| head``): exit quietly, and keep the interpreter's final
     flush from raising again."""
@@ -155,5 +161,7 @@ def _fail(
             "message": bounded_line(exc.message, MAX_MESSAGE_CHARS) if exc is not None else message,
             "fix": bounded_line(exc.fix, MAX_MESSAGE_CHARS) if exc is not None and exc.fix else None,
         }
+        if exc is not None and exc.document:
+            doc.update({k: v for k, v in exc.document.items() if k not in doc})
         if not say(json.dumps(doc, indent=2), err=False):
             discard_pending_output()

@@ -74,7 +74,10 @@ def plan(model: str | None, **kw: Any) -> None:
         from moe_oracle.launch.examples import write_examples
 
         stale = write_examples(examples_dir, check=check)
-        for name in stale:
+        if as_json:  # one document, whatever the outcome (exit 6 included)
+            doc = {"examples_dir": examples_dir, "check": check, "stale" if check else "written": list(stale)}
+            click.echo(json.dumps(doc, indent=2))
+        for name in [] if as_json else stale:
             click.echo(f"{'stale' if check else 'wrote'}: {name}")
         if check and stale:
             raise click.exceptions.Exit(int(ExitCode.STALE))
@@ -87,6 +90,13 @@ def plan(model: str | None, **kw: Any) -> None:
 
 
 def emit(plan_obj: Any, as_json: bool, *, all_reasons: bool = False) -> None:
+    import os
+
+    from moe_oracle.launch.plugin_switch import plugin_off_note
+
+    note = plugin_off_note(plan_obj, os.environ)
+    if note and note not in plan_obj.warnings:
+        plan_obj.warnings.append(note)
     for w in plan_obj.warnings:
         click.echo(f"warning: {w}", err=True)
     if as_json:

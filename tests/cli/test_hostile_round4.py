@@ -15,10 +15,19 @@ FLASH = "deepseek-ai/DeepSeek-V4-Flash"
 COMPARE = ["compare", FLASH, "--vs", "--engine vllm", "--vs", "--engine sglang"]
 
 
-def run(*args: str) -> tuple[int, str, str]:
+def run(*args: str, env_path: str | None = None) -> tuple[int, str, str]:
+    import os
+
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
+    saved = os.environ.get("PATH")
+    if env_path is not None:
+        os.environ["PATH"] = env_path
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = main(list(args))
+    finally:
+        if saved is not None:
+            os.environ["PATH"] = saved
     return code, out.getvalue(), err.getvalue()
 
 
@@ -85,3 +94,96 @@ def test_compare_vs_help_json_is_one_error_document():
         "compare", FLASH, "--vs", "--help", "--vs", "--engine sglang", "--json", "--", "--device", "h200"
     )
     assert code == 2 and json.loads(out)["exit_code"] == 2 and "help" in one_line(err)
+
+
+# --- serve: engine arguments after --, one JSON document, the plug-in switch -------------------------------------
+
+
+def _serve(engine: str, *extra: str, json_out: bool = False) -> tuple[int, str, str]:
+    args = ["serve", FLASH, "--device", "h200", "--engine", engine, "--dry-run", *(["--json"] if json_out else [])]
+    return run(*args, "--", *extra)
+
+
+def test_serve_refuses_every_engine_decision_input_from_the_vocabulary():
+    from moe_oracle.engines.sglang import flags as sglang_flags
+    from moe_oracle.engines.vllm import flags as vllm_flags
+
+    for engine, table in (("vllm", vllm_flags.DECISION_INPUTS), ("sglang", sglang_flags.DECISION_INPUTS)):
+        for flag in table:
+            code, _, err = _serve(engine, flag, "2")
+            assert code == 2, (engine, flag, err)
+            assert "after --" in err.splitlines()[-1] and "Fix:" in err, (engine, flag, err)
+
+
+def test_serve_refuses_the_reproducers_with_the_moe_oracle_flag():
+    cases = {
+        ("sglang", "--dp-size", "2"): "--dp",
+        ("sglang", "--quantization", "fp8"): "config.json",
+        ("sglang", "--speculative-algorithm", "EAGLE"): "--speculative",
+        ("sglang", "--mem-fraction-static", "0.99"): "--memory-fraction",
+        ("vllm", "--quantization", "mxfp4"): "config.json",
+        ("vllm", "--enable-eplb"): "--eplb",
+        ("vllm", "--speculative-config", '{"method": "mtp"}'): "--speculative",
+        ("vllm", "--speculative-config.method=mtp"): "--speculative",
+        ("vllm", "--no-enable-eplb"): "--eplb",
+    }
+    for (engine, *extra), use in cases.items():
+        code, _, err = _serve(engine, *extra)
+        line = err.splitlines()[-1]
+        assert code == 2 and line.startswith("error: engine argument") and use in line.split("Fix:")[1], line
+
+
+def test_serve_refuses_a_moe_oracle_key_in_additional_config_when_the_plan_has_none():
+    # DeepSeek-V4-Flash on 8 x B200 with vLLM: vLLM's own path, so the plan writes no --additional-config
+    base = ["serve", FLASH, "--device", "b200", "--dp", "8", "--ep", "8", "--engine", "vllm", "--dry-run", "--"]
+    code, _, err = run(*base, "--additional-config", '{"moe_oracle": {"backend": "auto"}}')
+    assert code == 2 and "plug-in" in err and "--moe-backend" in err, err
+    code, _, err = run(*base, "--additional-config", '{"other": 1}')
+    assert code in (0, 7), err  # another key is the engine's business
+
+
+def test_serve_dry_run_after_the_separator_is_refused():
+    code, _, err = run("serve", FLASH, "--device", "h200", "--engine", "vllm", "--", "--dry-run")
+    assert code == 2 and "put --dry-run before --" in err.splitlines()[-1]
+
+
+def test_serve_json_failure_after_the_plan_is_one_document():
+    code, out, _ = _serve("sglang", "--dp-size", "2", json_out=True)
+    doc = json.loads(out)
+    assert code == 2 and doc["exit_code"] == 2 and doc["plan"]["engine"] == "sglang"
+    code, out, _ = run("serve", FLASH, "--device", "h200", "--engine", "vllm", "--json", env_path="/nonexistent")
+    doc = json.loads(out)
+    assert code == 4 and doc["exit_code"] == 4 and doc["plan"]["engine"] == "vllm"
+
+
+def test_plan_examples_check_json_is_one_document(tmp_path):
+    code, out, _ = run("plan", "--examples", str(tmp_path), "--check", "--json")
+    doc = json.loads(out)
+    assert code == 6 and doc["check"] is True and doc["stale"]
+
+
+def test_matrix_format_json_failure_is_one_document():
+    for spelled in (["--format", "json"], ["--format=json"]):
+        code, out, err = run("matrix", *spelled, "--devices", "nope")
+        assert code == 2 and json.loads(out)["exit_code"] == 2 and one_line(err)
+
+
+def test_plugin_switch_off_is_said_by_plan_and_serve(monkeypatch):
+    monkeypatch.setenv("MOE_ORACLE_VLLM_PLUGIN", "0")
+    code, out, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--json")
+    assert code == 0 and any("MOE_ORACLE_VLLM_PLUGIN=0" in w for w in json.loads(out)["warnings"])
+    code, _, err = _serve("vllm")
+    assert code == 0 and "warning: MOE_ORACLE_VLLM_PLUGIN=0 is exported" in err
+    monkeypatch.setenv("MOE_ORACLE_SGLANG_PLUGIN", "off")
+    pro = ["deepseek-ai/DeepSeek-V4-Pro", "--device", "h200", "--dp", "8", "--ep", "8"]
+    code, _, err = run("plan", *pro, "--max-num-batched-tokens", "1024", "--engine", "sglang")
+    assert code == 0 and "warning: MOE_ORACLE_SGLANG_PLUGIN=off is exported" in err, err
+
+
+def test_sglang_plugin_logs_a_line_when_switched_off(monkeypatch, caplog):
+    from moe_oracle.engines.sglang import plugin
+
+    monkeypatch.setenv(plugin.ENV_SWITCH, "0")
+    with caplog.at_level("WARNING", logger=plugin.LOGGER_NAME):
+        plugin.register()  # returns before importing SGLang
+    assert any("off (MOE_ORACLE_SGLANG_PLUGIN=0)" in r.getMessage() for r in caplog.records)

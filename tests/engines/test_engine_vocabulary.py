@@ -56,6 +56,8 @@ def test_vllm_serve_flags_exist(vllm_wheel: Wheel) -> None:
     flags |= _argparse_flags(vllm_wheel.text("vllm/entrypoints/common/cli_args.py"))
     missing = [f for f in VF.SERVE_FLAGS if f not in flags]
     assert not missing, missing
+    missing = [f for f in (*VF.DECISION_INPUTS, VF.PLUGIN_CONFIG_FLAG) if f not in flags]
+    assert not missing, f"serve's refused decision inputs not in vLLM 0.33.0: {missing}"
 
 
 def test_vllm_backend_values_are_literal_members(vllm_wheel: Wheel) -> None:
@@ -121,6 +123,9 @@ def test_sglang_launch_flags_exist(sglang_wheel: Wheel) -> None:
     flags = _sglang_cli_flags(sglang_wheel)
     missing = [f for f in SF.LAUNCH_FLAGS if f not in flags]
     assert not missing, missing
+    missing = [f for f in SF.DECISION_INPUTS if f not in flags]
+    missing += [p for p in SF.DECISION_INPUT_PREFIXES if not any(f.startswith(p) for f in flags)]
+    assert not missing, f"serve's refused decision inputs not in SGLang 0.5.23: {missing}"
     assert "sglang/launch_server.py" in sglang_wheel.names
 
 

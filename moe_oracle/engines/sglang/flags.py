@@ -40,6 +40,41 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--disable-shared-experts-fusion",
 )
 
+#: SGLang 0.5.23 launch_server flags (with their aliases, ``arg_groups/fields/*.py``) whose value is an input of
+#: moe-oracle's decision or fit -> the moe-oracle flag that sets it instead. ``serve ... -- FLAG`` refuses them
+#: (the decision would no longer describe what runs); checked against the wheel by test_engine_vocabulary.
+DECISION_INPUTS: dict[str, str] = {
+    "--model-path": "MODEL",
+    "--tp-size": "--tp-size (SGLang's spelling: tp*dp) or --tp",
+    "--tensor-parallel-size": "--tp-size (SGLang's spelling: tp*dp) or --tp",
+    "--attn-dp-size": "--attn-dp-size or --dp",
+    "--attention-data-parallel-size": "--attn-dp-size or --dp",
+    "--dp-size": "--attn-dp-size or --dp",
+    "--data-parallel-size": "--attn-dp-size or --dp",
+    "--enable-dp-attention": "--attn-dp-size or --dp",
+    "--moe-dp-size": "--dp and --ep",
+    "--moe-data-parallel-size": "--dp and --ep",
+    "--ep-size": "--ep-size or --ep",
+    "--expert-parallel-size": "--ep-size or --ep",
+    "--pp-size": "--pp",
+    "--pipeline-parallel-size": "--pp",
+    "--nnodes": "--nodes",
+    "--moe-a2a-backend": "--moe-backend",
+    "--moe-runner-backend": "--moe-backend",
+    "--enable-w4a4-mxfp4-megamoe": "--moe-backend (and --allow-low-precision-activations)",
+    "--disable-shared-experts-fusion": "--moe-backend (the plan sets it with the chosen backend)",
+    "--enforce-shared-experts-fusion": "--moe-backend (the plan sets it with the chosen backend)",
+    "--chunked-prefill-size": "--max-num-batched-tokens",
+    "--enable-eplb": "--eplb",
+    "--ep-num-redundant-experts": "--eplb",
+    "--quantization": "moe-oracle reads the checkpoint's format from config.json; --allow-lossy-conversion "
+    "allows the online quantization the plan offers",
+    "--mem-fraction-static": "--memory-fraction",
+    "--max-running-requests": "--max-num-seqs",
+}
+#: Flag-name prefixes of decision inputs (every ``--speculative-*`` flag changes which MTP layers are built).
+DECISION_INPUT_PREFIXES: dict[str, str] = {"--speculative-": "--speculative mtp|none"}
+
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
 MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin", "flashinfer_megamoe")
 

@@ -266,7 +266,16 @@ def after_check_server_args(result: Any, server_args: Any, *args: Any, **kwargs:
 
 def register() -> None:
     """The entry point: register the hooks through SGLang's ``HookRegistry`` (see the module docstring)."""
-    if os.environ.get(ENV_SWITCH, "1").strip().lower() in _OFF:
+    switch = os.environ.get(ENV_SWITCH, "1")
+    if switch.strip().lower() in _OFF:
+        # at WARNING: logged even before SGLang configures its logging (the last-resort handler writes it)
+        logger.warning(
+            "moe-oracle (SGLang plug-in): off (%s=%s): SGLang serves every MoE layer with its own code; a moe-oracle "
+            "plan for this server is not applied (unset %s to apply it)",
+            ENV_SWITCH,
+            switch,
+            ENV_SWITCH,
+        )
         return
     from sglang.srt.plugins.hook_registry import HookRegistry, HookType
 

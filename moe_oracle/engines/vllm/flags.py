@@ -37,6 +37,42 @@ SERVE_FLAGS: tuple[str, ...] = (
     "--speculative-config",
 )
 
+#: vLLM 0.33.0 serve flags (with their short aliases, ``engine/arg_utils.py``) whose value is an input of
+#: moe-oracle's decision or fit -> the moe-oracle flag that sets it instead. ``serve ... -- FLAG`` refuses them
+#: (the decision would no longer describe what runs); checked against the wheel by test_engine_vocabulary.
+DECISION_INPUTS: dict[str, str] = {
+    "--tensor-parallel-size": "--tp",
+    "-tp": "--tp",
+    "--data-parallel-size": "--dp",
+    "-dp": "--dp",
+    "--data-parallel-size-local": "--gpus-per-node",
+    "-dpl": "--gpus-per-node",
+    "--pipeline-parallel-size": "--pp",
+    "-pp": "--pp",
+    "--enable-expert-parallel": "--ep (or --enable-expert-parallel before --)",
+    "-ep": "--ep (or --enable-expert-parallel before --)",
+    "--max-num-batched-tokens": "--max-num-batched-tokens",
+    "--gpu-memory-utilization": "--memory-fraction",
+    "--kv-cache-memory-bytes": "--memory-fraction",
+    "--moe-backend": "--moe-backend",
+    "--all2all-backend": "--all2all-backend",
+    "--enable-eplb": "--eplb",
+    "--eplb-config": "--eplb",
+    "--max-num-seqs": "--max-num-seqs",
+    "--speculative-config": "--speculative mtp|none",
+    "-sc": "--speculative mtp|none",
+    "--nnodes": "--nodes",
+    "-n": "--nodes",
+    "--quantization": "moe-oracle reads the checkpoint's format from config.json",
+    "-q": "moe-oracle reads the checkpoint's format from config.json",
+    "--quantization-config": "moe-oracle reads the checkpoint's format from config.json",
+    "--hf-overrides": "MODEL: a checkpoint directory whose config.json says what the override would",
+}
+#: The flag that carries the plug-in's config (``{"moe_oracle": {...}}``): refused after ``--`` when its value
+#: names the plug-in's key, whatever else it holds (the plan's own choice, or none, is what was decided).
+PLUGIN_CONFIG_FLAG = "--additional-config"
+PLUGIN_CONFIG_KEY = "moe_oracle"
+
 #: ``--moe-backend`` values moe-oracle sets (members of ``vllm.config.kernel.MoEBackend``).
 MOE_BACKENDS: tuple[str, ...] = ("deep_gemm_mega_moe", "aiter_mega_moe")
 #: ``--all2all-backend`` values moe-oracle sets (``vllm.config.parallel.All2AllBackend``).
