@@ -8,6 +8,7 @@ through that declaration.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from moe_oracle_backends._deep_gemm_layout import (
@@ -176,7 +177,7 @@ def token_alignment(flavour: str) -> int:
 
 
 #: The formulas the plans look up by name (``VariantSpec.sizing`` of every DeepGEMM variant).
-SIZING = {
+SIZING: dict[str, Callable[..., Any]] = {
     "derive_deepgemm": derive_deepgemm,
     "deepgemm_token_alignment": token_alignment,
     "derive_sglang_deepgemm": derive_sglang_deepgemm,

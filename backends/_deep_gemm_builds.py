@@ -14,10 +14,10 @@ marks are unique entry points come before those told apart by distribution and v
 
 from __future__ import annotations
 
-from moe_oracle.rules import LayerScenario, ReasonCode, Scope
+from moe_oracle.rules import LayerScenario, ReasonCode, Scenario, Scope
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.build import BuildSpec, Provenance
-from moe_oracle.rules.check import Check, Finding
+from moe_oracle.rules.check import Check
 
 LIBRARY = "deep_gemm"
 
@@ -49,11 +49,14 @@ def _inter_at_most_4096(source: str) -> Check:
     )
 
 
-def _pr411_hidden(sc: LayerScenario) -> Finding | None:
+def _pr411_hidden_ok(sc: Scenario | LayerScenario) -> bool:
     h = sc.group.hidden_size
-    if h % 512 == 0 and (h <= 8192 or h % 1024 == 0):
-        return None
-    return Finding(f"hidden_size={h}: PR #411 needs hidden % 512 == 0 and (hidden <= 8192 or hidden % 1024 == 0)")
+    return h % 512 == 0 and (h <= 8192 or h % 1024 == 0)
+
+
+def _pr411_hidden_message(sc: Scenario | LayerScenario) -> str:
+    h = sc.group.hidden_size
+    return f"hidden_size={h}: PR #411 needs hidden % 512 == 0 and (hidden <= 8192 or hidden % 1024 == 0)"
 
 
 _PR411_SRC = "huangzhilin-hzl/DeepGEMM index copies @84cb3854, @008e9db9 csrc/apis/sm90_mega.hpp (PR #411)"
@@ -93,9 +96,9 @@ PR411 = BuildSpec(
         "fp8_mxfp4_mega_moe": (
             c.scenario_predicate(
                 ReasonCode.SHAPE_UNSUPPORTED,
-                lambda sc: _pr411_hidden(sc) is None,
+                _pr411_hidden_ok,
                 rule="hidden % 512 == 0 and (hidden <= 8192 or hidden % 1024 == 0)",
-                message=lambda sc: _pr411_hidden(sc).message,  # type: ignore[union-attr]
+                message=_pr411_hidden_message,
                 remediation=_NON_FUSED,
                 sources=(_PR411_SRC,),
                 scope=Scope.LAYER,

@@ -1,7 +1,7 @@
 """The DeepGEMM mega-MoE layer every SM90 and SM100 variant's ``backend.py`` subclasses.
 
-A subclass names its declaration (``SPEC``, the sibling ``config.VARIANT``), its layout module
-(``WEIGHTS``, the sibling ``weights``) and what the call needs: the
+A subclass names its declaration (``SPEC``, the sibling ``config.VARIANT``), its kernel layout
+(``WEIGHTS``, the sibling ``weights.LAYOUT``) and what the call needs: the
 kernel function, the buffer constructors it may use (in order of preference), the buffer and kernel
 keyword arguments. The library's entry points, what provides them, the architectures and the
 environment that must be off are read from the declaration's checks, never restated here; the
@@ -22,7 +22,6 @@ from __future__ import annotations
 import inspect
 import os
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any, ClassVar
 
 import torch
@@ -30,7 +29,7 @@ import torch
 from moe_oracle.rules import LayerScenario, VariantSpec
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
-from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelWeights
+from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelLayout, KernelWeights
 from moe_oracle.runtime.shared_buffers import SharedBuffers
 from moe_oracle.runtime.staging import StagingSpec
 from moe_oracle.runtime.vendor import (
@@ -66,7 +65,7 @@ class DeepGemmMegaMoE(MegaMoELayer):
     """Common DeepGEMM mega-MoE layer; subclasses set ``SPEC``, the modules and the call's constants."""
 
     SPEC: ClassVar[VariantSpec]
-    WEIGHTS: ClassVar[ModuleType]
+    WEIGHTS: ClassVar[KernelLayout]
     #: built from ``SPEC.staging`` (``StagingSpec.declared``) unless a subclass sets its own
     STAGING: ClassVar[StagingSpec]
     KERNEL: ClassVar[str] = ""
@@ -113,7 +112,9 @@ class DeepGemmMegaMoE(MegaMoELayer):
         self.group = ensure_process_group(config, backend="nccl", key=self.key)
         self.buffer = self._get_buffer()
         g = config.group
-        self.y = torch.empty((config.max_tokens_per_rank, g.hidden_size), dtype=torch.bfloat16, device=self.device)
+        self.y: torch.Tensor | None = torch.empty(
+            (config.max_tokens_per_rank, g.hidden_size), dtype=torch.bfloat16, device=self.device
+        )
         self.weights: KernelWeights | None = None
         self._params: tuple[str, ...] | None = None
 
@@ -155,18 +156,25 @@ class DeepGemmMegaMoE(MegaMoELayer):
         ``num_tokens_for_block_m``: the mean tokens per EP rank of the step, passed to kernels that take
         the hint (:attr:`takes_block_m_hint`) so every rank of a launch picks the same BLOCK_M.
         """
-        if self.weights is None:
+        if self.weights is None or self.y is None:
             raise LayerInputError(f"{self.key}: call load(experts) before forward")
-        w = self.weights
+        w, y = self.weights, self.y
         l1: Any = w.w13 if w.w13_sf is None else (w.w13, w.w13_sf)
         l2: Any = w.w2 if w.w2_sf is None else (w.w2, w.w2_sf)
         kwargs = {**self.KERNEL_KWARGS, **self.activation_kwargs(), **self.extra_kernel_kwargs()}
         if num_tokens_for_block_m is not None and self.takes_block_m_hint:
             kwargs[BLOCK_M_HINT] = int(num_tokens_for_block_m)
-        return KernelCall(self.KERNEL, (self.y[:num_tokens], l1, l2, self.buffer), kwargs)
+        return KernelCall(self.KERNEL, (y[:num_tokens], l1, l2, self.buffer), kwargs)
 
     def extra_kernel_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments this variant's kernel takes besides the common ones (called once loaded)."""
         return {}
+
+    def loaded(self) -> KernelWeights:
+        """This layer's kernel-layout weights; ``LayerInputError`` before ``load`` (or after ``close``)."""
+        if self.weights is None:
+            raise LayerInputError(f"{self.key}: call load(experts) before forward")
+        return self.weights
 
     def pdl_enabled(self) -> bool:
         """Is DeepGEMM's programmatic-dependent-launch switch on in this process (``deep_gemm.set_pdl``)?

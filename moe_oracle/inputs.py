@@ -16,7 +16,14 @@ from pydantic import ValidationError
 from moe_oracle.errors import BadInputError, DeploymentError, excerpt
 from moe_oracle.software.profiles import named_profile, profile_names
 from moe_oracle.software.types import SoftwareProfile
-from moe_oracle.spec.deployment import SPECULATIVE_CHOICES, Deployment, LayoutError, Parallelism, Topology
+from moe_oracle.spec.deployment import (
+    SPECULATIVE_CHOICES,
+    Deployment,
+    LayoutError,
+    Parallelism,
+    Speculative,
+    Topology,
+)
 from moe_oracle.spec.device import DEVICES, DeviceSpec
 from moe_oracle.spec.units import format_size, parse_size
 from moe_oracle.validation import one_line
@@ -181,15 +188,16 @@ def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) 
     return deployment, origin
 
 
-def _speculative(text: str) -> str:
+def _speculative(text: str) -> Speculative:
     value = text.strip().lower()
-    if value not in SPECULATIVE_CHOICES:
-        raise DeploymentError(
-            f"--speculative {excerpt(text)} is not one of {', '.join(SPECULATIVE_CHOICES)}",
-            fix="use --speculative mtp (build the model's MTP layers for speculative decoding) or --speculative none "
-            "(the engines' default)",
-        )
-    return value
+    for choice in SPECULATIVE_CHOICES:
+        if value == choice:
+            return choice
+    raise DeploymentError(
+        f"--speculative {excerpt(text)} is not one of {', '.join(SPECULATIVE_CHOICES)}",
+        fix="use --speculative mtp (build the model's MTP layers for speculative decoding) or --speculative none "
+        "(the engines' default)",
+    )
 
 
 def deployment_warnings(deployment: Deployment) -> list[str]:

@@ -40,23 +40,25 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
 
 
 def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+    w13_scale, w2_scale = experts.scales()
     return {
         "w13": aiter_shuffle_weight(experts.w13[start:stop], N_LANE, gate_up=True),
         "w2": aiter_shuffle_weight(experts.w2[start:stop], N_LANE, gate_up=False),
-        "w13_sf": aiter_shuffle_scale(experts.w13_scale[start:stop], gate_up=True),
-        "w2_sf": aiter_shuffle_scale(experts.w2_scale[start:stop], gate_up=False),
+        "w13_sf": aiter_shuffle_scale(w13_scale[start:stop], gate_up=True),
+        "w2_sf": aiter_shuffle_scale(w2_scale[start:stop], gate_up=False),
     }
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
     _, n2, hp = kw.w13.shape
     inter, hidden = n2 // 2, hp * 2
+    w13_sf, w2_sf = kw.scales()
     return CheckpointExperts(
         MXFP4,
         aiter_unshuffle_weight(kw.w13, N_LANE, gate_up=True),
         aiter_unshuffle_weight(kw.w2, N_LANE, gate_up=False),
-        aiter_unshuffle_scale(kw.w13_sf, gate_up=True, groups=hidden // 32),
-        aiter_unshuffle_scale(kw.w2_sf, gate_up=False, groups=inter // 32),
+        aiter_unshuffle_scale(w13_sf, gate_up=True, groups=hidden // 32),
+        aiter_unshuffle_scale(w2_sf, gate_up=False, groups=inter // 32),
     )
 
 
@@ -73,6 +75,7 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     h = experts.w2.shape[1]
     w1 = shuffle_weight_a16w4(experts.w13, N_LANE, True)
     w2 = shuffle_weight_a16w4(experts.w2, N_LANE, False)
-    s1 = shuffle_scale_a16w4(experts.w13_scale.reshape(e * n2, -1), e, True)
-    s2 = shuffle_scale_a16w4(experts.w2_scale.reshape(e * h, -1), e, False)
+    w13_scale, w2_scale = experts.scales()
+    s1 = shuffle_scale_a16w4(w13_scale.reshape(e * n2, -1), e, True)
+    s2 = shuffle_scale_a16w4(w2_scale.reshape(e * h, -1), e, False)
     return KernelWeights(w1.view(torch.uint8), w2.view(torch.uint8), s1.view(e, n2, -1), s2.view(e, h, -1))

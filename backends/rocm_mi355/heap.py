@@ -12,7 +12,9 @@ Declared as the AITER variants' ``sizing``; the core reaches it only through tha
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 from moe_oracle.launch.derived import Derived, GiB, Shape, ceil_div
 from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
@@ -123,7 +125,7 @@ def choose_mori_heap(computed: int, user_value: str | None) -> tuple[str, str | 
 
 
 #: The formulas the plans look up by name (``VariantSpec.sizing`` of every AITER variant).
-SIZING = {
+SIZING: dict[str, Callable[..., Any]] = {
     "derive_aiter_mtpr": derive_aiter_mtpr,
     "aiter_capacities": aiter_capacities,
     "derive_mori_heap": derive_mori_heap,

@@ -11,7 +11,7 @@ format, shape and activation rules are the declaration's (``_common.common_check
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import torch
 
@@ -23,6 +23,9 @@ from moe_oracle.runtime.vendor import ensure_process_group, require_attrs, requi
 from moe_oracle.spec.units import next_power_of_two
 
 from . import _runtime as layout
+
+if TYPE_CHECKING:
+    from torch.distributed.distributed_c10d import GroupName
 
 _RUNTIMES: dict[tuple[Any, ...], Any] = {}
 
@@ -68,6 +71,7 @@ class AiterMegaMoE(MegaMoELayer):
         """Keyword arguments of ``MegaMoEV2(...)`` for this layer's kernel-layout weights."""
         g = self.config.group
         e = w.w13.shape[0]
+        w13_sf, w2_sf = w.scales()
         return {
             "rank": self.config.ep_rank,
             "world_size": self.config.ep_size,
@@ -77,9 +81,9 @@ class AiterMegaMoE(MegaMoELayer):
             "topk": g.top_k,
             "quant": self.QUANT,
             "w1": w.w13,
-            "w1_scale": w.w13_sf.reshape(e * w.w13_sf.shape[1], -1),
+            "w1_scale": w13_sf.reshape(e * w13_sf.shape[1], -1),
             "w2": w.w2,
-            "w2_scale": w.w2_sf.reshape(e * w.w2_sf.shape[1], -1),
+            "w2_scale": w2_sf.reshape(e * w2_sf.shape[1], -1),
             "max_tok_per_rank": self.max_tok_per_rank,
             "swiglu_limit": 0.0 if g.activation.clamp is None else float(g.activation.clamp),
         }
@@ -90,7 +94,8 @@ class AiterMegaMoE(MegaMoELayer):
             return
         import torch._C._distributed_c10d as c10d
 
-        c10d._register_process_group(self.PG_NAME, self.group)
+        # GroupName is a NewType of str (torch/distributed/distributed_c10d.py), absent from older torch
+        c10d._register_process_group(cast("GroupName", self.PG_NAME), self.group)
         self.mori.shmem_torch_process_group_init(self.PG_NAME)
         self._mori_ready.add(key)
 
@@ -129,16 +134,19 @@ class AiterMegaMoE(MegaMoELayer):
     def _bind(self) -> None:
         """Point the shared runtime at this layer's weights (vLLM's rebinding; version-specific attributes)."""
         rt, w = self.runtime, self.weights
+        if w is None:
+            raise LayerInputError(f"{self.key}: call load(experts) before forward")
         for attr in ("_s1_w1", "_s1_w1_scale", "w2", "w2_scale"):
             if not hasattr(rt, attr):
                 raise BackendUnavailableError(
                     f"{self.key}: this AITER MegaMoE runtime has no '{attr}' to rebind per layer.",
                     fix="use the AITER this backend follows (mega_moe_v2.py @ e404860), or one runtime per layer.",
                 )
+        w13_sf, w2_sf = w.scales()
         rt._s1_w1 = w.w13.view(torch.uint8)
-        rt._s1_w1_scale = w.w13_sf.view(torch.uint8)
+        rt._s1_w1_scale = w13_sf.view(torch.uint8)
         rt.w2 = w.w2
-        rt.w2_scale = w.w2_sf
+        rt.w2_scale = w2_sf
 
     def forward(self, hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
         if self.runtime is None:

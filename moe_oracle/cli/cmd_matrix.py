@@ -102,7 +102,8 @@ def _given_args(kw: dict[str, Any]) -> list[str]:
         if param.is_flag:
             args.append(param.opts[0] if value else param.secondary_opts[0])
         else:
-            args += [x for item in (value if param.multiple else (value,)) for x in (param.opts[0], str(item))]
+            items = (value or ()) if param.multiple else (value,)
+            args += [x for item in items for x in (param.opts[0], str(item))]
     return args
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import IO, Any, cast
 
 
 class _NoTrailingSpaces:
@@ -61,7 +61,8 @@ def console(file: Any = None) -> Any:
             super().print(*objects, **kwargs)
 
     stream = _NoTrailingSpaces(file if file is not None else sys.stdout)
-    con = _Console(file=stream, width=output_width(), highlight=False, soft_wrap=False)
+    # rich calls only write/flush/isatty/fileno on its file, which _NoTrailingSpaces has
+    con = _Console(file=cast("IO[str]", stream), width=output_width(), highlight=False, soft_wrap=False)
     return con
 
 

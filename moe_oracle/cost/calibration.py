@@ -17,6 +17,7 @@ are dropped and the fit redone. ``benchmarks/cost_model_loso.py`` scores it on s
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -110,7 +111,7 @@ def features(
     return (1.0, float(experts_per_rank), active * expert_bytes / 1e6, flops / 1e12, pairs_mb)
 
 
-def _solve(rows: list[tuple[float, ...]], ys: list[float], use: tuple[bool, ...]) -> list[float]:
+def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float], use: tuple[bool, ...]) -> list[float]:
     """Least squares on relative error over the terms ``use`` marks (the others get 0)."""
     idx = [i for i, u in enumerate(use) if u]
     n = len(idx)
@@ -118,11 +119,11 @@ def _solve(rows: list[tuple[float, ...]], ys: list[float], use: tuple[bool, ...]
     aty = [0.0] * n
     for row, y in zip(rows, ys, strict=False):
         w = 1.0 / y  # relative error
-        r = [row[i] * w for i in idx]
+        scaled = [row[i] * w for i in idx]
         for a in range(n):
-            aty[a] += r[a] * y * w
+            aty[a] += scaled[a] * y * w
             for b in range(n):
-                ata[a][b] += r[a] * r[b]
+                ata[a][b] += scaled[a] * scaled[b]
     # Gaussian elimination with partial pivoting.
     m = [ata[i] + [aty[i]] for i in range(n)]
     coef = [0.0] * len(use)

@@ -114,9 +114,11 @@ def _specifier_set(spec: str) -> SpecifierSet:
     return SpecifierSet(spec)
 
 
-class AdvisorySet(tuple):
+class AdvisorySet(tuple[Advisory, ...]):
     """The advisories in force, indexed by backend: a candidate is checked against the advisories of its own
     backend only, so the cost of matching grows with the advisories that can match, not with all of them."""
+
+    by_backend: dict[str, list[Advisory]]
 
     def __new__(cls, advisories: Iterable[Advisory] = ()) -> AdvisorySet:
         self = super().__new__(cls, advisories)

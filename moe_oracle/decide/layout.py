@@ -165,16 +165,40 @@ def fit_with_fix(
     settings = settings or EngineMemorySettings()
     if memory_fraction is not None:
         settings = replace(settings, fraction=memory_fraction)
-    kw = dict(conversions=conversions, mtp_built=mtp_built)
     fit = measure_fit(
-        model, deployment, engine, buffer_bytes=buffer_bytes, buffer_detail=buffer_detail, settings=settings, **kw
-    )  # type: ignore[arg-type]
+        model,
+        deployment,
+        engine,
+        conversions=conversions,
+        mtp_built=mtp_built,
+        buffer_bytes=buffer_bytes,
+        buffer_detail=buffer_detail,
+        settings=settings,
+    )
     if fit.fits:
         return fit
-    prop = fitting_settings(model, deployment, engine, given=settings, buffer_for=buffer_for, at_given=fit, **kw)  # type: ignore[arg-type]
+    prop = fitting_settings(
+        model,
+        deployment,
+        engine,
+        conversions=conversions,
+        mtp_built=mtp_built,
+        given=settings,
+        buffer_for=buffer_for,
+        at_given=fit,
+    )
     return _with_fix(
-        model, deployment, engine, fit, settings, prop, buffer_bytes=buffer_bytes, buffer_for=buffer_for, **kw
-    )  # type: ignore[arg-type]
+        model,
+        deployment,
+        engine,
+        fit,
+        settings,
+        prop,
+        conversions=conversions,
+        mtp_built=mtp_built,
+        buffer_bytes=buffer_bytes,
+        buffer_for=buffer_for,
+    )
 
 
 def _with_fix(

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from moe_oracle.rules import ReasonCode
+from moe_oracle.rules import Check, ReasonCode
 from moe_oracle.rules import checks as c
 
 
-def tp_one(rule: str, why: str, remediation: str, sources: tuple[str, ...]) -> object:
+def tp_one(rule: str, why: str, remediation: str, sources: tuple[str, ...]) -> Check:
     return c.scenario_predicate(
         ReasonCode.TP_UNSUPPORTED,
         lambda sc: sc.deployment.parallel.tp == 1,
@@ -17,7 +17,7 @@ def tp_one(rule: str, why: str, remediation: str, sources: tuple[str, ...]) -> o
     )
 
 
-def pp_one(why: str, sources: tuple[str, ...], remediation: str = "Drop --pipeline-parallel-size.") -> object:
+def pp_one(why: str, sources: tuple[str, ...], remediation: str = "Drop --pipeline-parallel-size.") -> Check:
     return c.scenario_predicate(
         ReasonCode.PP_UNSUPPORTED,
         lambda sc: sc.deployment.parallel.pp == 1,
@@ -28,7 +28,7 @@ def pp_one(why: str, sources: tuple[str, ...], remediation: str = "Drop --pipeli
     )
 
 
-def no_eplb(rule: str, why: str, sources: tuple[str, ...], remediation: str = "Drop --enable-eplb.") -> object:
+def no_eplb(rule: str, why: str, sources: tuple[str, ...], remediation: str = "Drop --enable-eplb.") -> Check:
     return c.scenario_predicate(
         ReasonCode.EPLB_UNSUPPORTED,
         lambda sc: not sc.deployment.parallel.eplb,

@@ -17,7 +17,7 @@ from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
 from moe_oracle.engine_gates.model_classes import sglang_plugin_serves, sglang_plugin_why_not, why_no_mega
 from moe_oracle.engine_gates.sources import SGLANG_SRC
 from moe_oracle.model.types import WeightFormat
-from moe_oracle.rules import ReasonCode, Scenario
+from moe_oracle.rules import Check, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineConversion, EngineProfile, EngineSupport
@@ -54,7 +54,7 @@ _CLASS_SOURCES = (
 )
 
 
-def _block_calls_mega(backend: str) -> object:
+def _block_calls_mega(backend: str) -> Check:
     """The model's MoE block calls ``layers/moe/mega_moe.py`` (``engine_gates/model_classes.py``, per class)."""
     return c.scenario_predicate(
         ReasonCode.MODEL_CLASS_UNSUPPORTED,

@@ -16,8 +16,8 @@ from __future__ import annotations
 from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
 from moe_oracle.engine_gates.model_classes import calls_mega, plugin_serves, plugin_why_not, why_no_mega
 from moe_oracle.engine_gates.sources import VLLM_SRC
-from moe_oracle.model.types import Scoring, WeightFormat
-from moe_oracle.rules import ReasonCode, Scenario
+from moe_oracle.model.types import MoELayerGroup, Scoring, WeightFormat
+from moe_oracle.rules import Check, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.engine import EngineProfile, EngineSupport
 
@@ -43,7 +43,7 @@ def _is_dsv4(sc: Scenario) -> bool:
     return sc.architecture in DSV4_ARCHITECTURES
 
 
-def _dsv4_only(backend: str) -> object:
+def _dsv4_only(backend: str) -> Check:
     """The model file builds vLLM's native mega experts (``engine_gates/model_classes.py`` VLLM, per class)."""
     return c.scenario_predicate(
         ReasonCode.MODEL_CLASS_UNSUPPORTED,
@@ -59,7 +59,7 @@ def _dsv4_only(backend: str) -> object:
     )
 
 
-def _ep_enabled(backend: str) -> object:
+def _ep_enabled(backend: str) -> Check:
     return c.scenario_predicate(
         ReasonCode.EP_REQUIRED,
         lambda sc: sc.deployment.parallel.ep > 1 or sc.deployment.parallel.moe_group_size == 1,
@@ -75,7 +75,7 @@ def _ep_enabled(backend: str) -> object:
     )
 
 
-def _fp4_experts(backend: str) -> object:
+def _fp4_experts(backend: str) -> Check:
     return c.group_predicate(
         ReasonCode.QUANT_UNSUPPORTED,
         lambda g: g.weight_format is WeightFormat.MXFP4,
@@ -204,7 +204,7 @@ def _fused_moe_model(sc: Scenario) -> bool:
     return plugin_serves(sc.architecture) and not (_is_dsv4(sc) and sc.deployment.device.vendor.value == "amd")
 
 
-def _vllm_reads_format(g) -> bool:
+def _vllm_reads_format(g: MoELayerGroup) -> bool:
     """vLLM 0.33 has a MoE quant method whose parameters moe-oracle reads (engines/vllm/bridge.py)."""
     fmt = g.weight_format
     return fmt in (WeightFormat.FP8_BLOCK, WeightFormat.NVFP4, WeightFormat.BF16, WeightFormat.MXFP4)

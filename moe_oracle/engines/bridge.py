@@ -53,14 +53,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.model.types import MoELayerGroup, QuantSpec, WeightFormat
 from moe_oracle.runtime.errors import LayerInputError
-from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
+from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer, TakesBlockMHint
 
 #: the parameters each format's quant method creates, per engine (names as registered on the MoE layer)
 ENGINE_PARAMS: dict[str, dict[WeightFormat, tuple[str, ...]]] = {
@@ -284,15 +284,16 @@ def engine_parameters(engine: str, experts: CheckpointExperts, group: MoELayerGr
         scale = "weight_scale_inv"
     src = {"w13_weight": experts.w13, "w2_weight": experts.w2}
     if experts.w13_scale is not None:
-        src[f"w13_{scale}"], src[f"w2_{scale}"] = experts.w13_scale, experts.w2_scale
+        src[f"w13_{scale}"], src[f"w2_{scale}"] = experts.scales()
         if engine == "sglang" and fmt is WeightFormat.MXFP4:
             for name in (f"w13_{scale}", f"w2_{scale}"):
                 src[name] = (src[name].view(torch.uint8).to(torch.int32) << 23).view(torch.float32)
     if fmt is WeightFormat.NVFP4:
-        src["w13_weight_scale_2"] = torch.stack([experts.w13_global, experts.w13_global], dim=1)
-        src["w2_weight_scale_2"] = experts.w2_global
+        w13_global, w2_global, w2_input_scale = experts.nvfp4_scales()
+        src["w13_weight_scale_2"] = torch.stack([w13_global, w13_global], dim=1)
+        src["w2_weight_scale_2"] = w2_global
         src["w13_input_scale"] = torch.ones(experts.num_experts, 2, device=experts.w13.device)
-        src["w2_input_scale"] = experts.w2_input_scale
+        src["w2_input_scale"] = w2_input_scale
     out = {}
     for name, (shape, dtype) in shapes.items():
         t = src[name]
@@ -382,8 +383,9 @@ class MegaMoEBridge:
         if not self.loaded:
             raise LayerInputError(f"{self.layer.key}: weights were not loaded (process_weights_after_loading)")
         t = int(hidden_states.shape[0])
-        takes_hint = getattr(self.layer, "takes_block_m_hint", False)
-        if takes_hint:
+        if getattr(self.layer, "takes_block_m_hint", False):
+            # a layer that declares the flag takes the keyword (a per-step isinstance on the protocol would cost more)
+            hinted = cast(TakesBlockMHint, self.layer)
             hint = self.block_m_hint(t, tokens_across_dp)
-            return self.layer.forward(hidden_states, topk_ids, topk_weights, num_tokens_for_block_m=hint)
+            return hinted.forward(hidden_states, topk_ids, topk_weights, num_tokens_for_block_m=hint)
         return self.layer.forward(hidden_states, topk_ids, topk_weights)

@@ -355,7 +355,8 @@ def _groups(decision: Decision) -> list[dict[str, Any]]:
 
 def _domain_reasons(decision: Decision) -> list[str]:
     """EP_EXCEEDS_DOMAIN lines, for candidates built for this GPU first (others only if none is)."""
-    lines, other = [], []
+    lines: list[str] = []
+    other: list[str] = []
     for c in decision.main.candidates:
         for r in c.failures:
             if r.code is ReasonCode.EP_EXCEEDS_DOMAIN:

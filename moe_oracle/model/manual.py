@@ -20,8 +20,9 @@ group, scaling factor 1.0).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -64,6 +65,7 @@ FORMAT_DEFAULTS: dict[WeightFormat, tuple[tuple[int, int] | None, ScaleFormat, b
     WeightFormat.INT8: (None, ScaleFormat.BF16, False),
 }
 
+_Choice = TypeVar("_Choice", bound=str)
 _FIX = "see the `moe-oracle model --json` output of a preset for the expected shape"
 
 
@@ -119,11 +121,14 @@ class _Ctx:
             raise self.error(path, value, f"a JSON {json_type(value)}, expected true or false")
         return value
 
-    def choice(self, value: Any, path: str, choices: list[str]) -> str:
-        if not isinstance(value, str) or value.lower() not in choices:
-            hint = " (say fp8_block for block scales or fp8_channel for per-row scales)" if value == "fp8" else ""
-            raise self.error(path, value, "expected one of " + ", ".join(choices) + hint)
-        return value.lower()
+    def choice(self, value: Any, path: str, choices: Sequence[_Choice]) -> _Choice:
+        """The entry of ``choices`` that ``value`` names (case-insensitively); a located error otherwise."""
+        if isinstance(value, str):
+            for choice in choices:
+                if choice == value.lower():
+                    return choice
+        hint = " (say fp8_block for block scales or fp8_channel for per-row scales)" if value == "fp8" else ""
+        raise self.error(path, value, "expected one of " + ", ".join(choices) + hint)
 
 
 def _quant(
@@ -305,11 +310,12 @@ def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGr
 
 
 def _validation(ctx: _Ctx, exc: ValidationError, path: str) -> ModelConfigError:
-    first = exc.errors()[0] if exc.errors() else {"loc": (), "msg": str(exc), "input": None}
-    loc = ".".join(str(p) for p in first.get("loc", ()))
+    errors = exc.errors()
+    parts, msg, value = (errors[0]["loc"], errors[0]["msg"], errors[0].get("input")) if errors else ((), str(exc), None)
+    loc = ".".join(str(p) for p in parts)
     where = f"{path}.{loc}" if loc else path
     return ModelConfigError(
-        f"{ctx.where}: {ctx.name(where)} is invalid: {first.get('msg')} (value {show(first.get('input'))})",
+        f"{ctx.where}: {ctx.name(where)} is invalid: {msg} (value {show(value)})",
         fix=_FIX,
     )
 

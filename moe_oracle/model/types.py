@@ -116,6 +116,13 @@ class QuantSpec(_Frozen):
         return self
 
     @property
+    def tile(self) -> tuple[int, int]:
+        """``block`` of a block-scaled format; ``ValueError`` for one without (BF16, per-channel)."""
+        if self.block is None:
+            raise ValueError(f"{self.format.value} weights have no scale block")
+        return self.block
+
+    @property
     def bits(self) -> int:
         """Bits per stored weight element."""
         return {
@@ -234,7 +241,7 @@ class Routing(_Frozen):
 LayerRole = Literal["routed", "hash", "mtp", "draft"]
 
 #: The default group name of each role (a format suffix is added when one role has two formats).
-ROLE_GROUP_NAMES: dict[str, str] = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
+ROLE_GROUP_NAMES: dict[LayerRole, str] = {"routed": "moe", "hash": "moe_hash", "mtp": "mtp", "draft": "draft"}
 
 
 class MoELayerGroup(_Frozen):

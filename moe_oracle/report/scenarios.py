@@ -204,6 +204,17 @@ def load_models(sources: Sequence[str] | None) -> list[tuple[str, ModelDescripti
     return list(seen.values())
 
 
+def _resolved(
+    models: Sequence[str] | Sequence[tuple[str, ModelDescription]] | None,
+) -> list[tuple[str, ModelDescription]]:
+    """``models`` as (source, description) pairs: resolved pairs as given, sources each read once (none: every
+    bundled preset)."""
+    pairs = [m for m in models or () if not isinstance(m, str)]
+    if models and len(pairs) == len(models):
+        return pairs
+    return load_models([m for m in models or () if isinstance(m, str)])
+
+
 def build_scenarios(
     *,
     models: Sequence[str] | Sequence[tuple[str, ModelDescription]] | None = None,
@@ -225,8 +236,7 @@ def build_scenarios(
     and ``options``: the rest of the question (``select``'s flags, same defaults), the same in every scenario;
     ``env`` and ``advisories_file`` replace theirs.
     """
-    resolved = bool(models) and not isinstance(models[0], str)  # type: ignore[index]
-    loaded = list(models) if resolved else load_models(models)  # type: ignore[arg-type]
+    loaded = _resolved(models)
     if formats:
         wanted = _choice(formats, [f.value for f in WeightFormat], "--formats")
         loaded = [(s, d) for s, d in loaded if d.main_group.weight_format.value in wanted]
@@ -238,15 +248,18 @@ def build_scenarios(
     topos = [TOPOLOGIES[t] for t in _choice(topologies or list(TOPOLOGIES), list(TOPOLOGIES), "--topologies")]
     engs = [Engine(e) for e in _choice(engines or DEFAULT_ENGINES, [e.value for e in Engine], "--engine")]
     device_specs = []
-    for name in devices or DEFAULT_DEVICES:
-        if name.strip().lower() == "local":
+    for device_name in devices or DEFAULT_DEVICES:
+        key = device_name.strip().lower()
+        if key == "local":
             raise BadInputError(
                 "--devices local: the matrix judges catalogue devices",
                 fix="name the device (moe-oracle list devices), or use moe-oracle select --device local.",
             )
-        if name.strip().lower() not in DEVICES:
-            raise BadInputError(f"--devices {name!r} is not a known device", fix=f"use one of: {', '.join(DEVICES)}.")
-        device_specs.append(DEVICES[name.strip().lower()])
+        if key not in DEVICES:
+            raise BadInputError(
+                f"--devices {device_name!r} is not a known device", fix=f"use one of: {', '.join(DEVICES)}."
+            )
+        device_specs.append(DEVICES[key])
     device_specs = list({d.name: d for d in device_specs}.values())
     opts = options or QuestionOptions()
     if env is not None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from moe_oracle.rules.reasons import ReasonCode
-from moe_oracle.rules.scenario import Scenario
+from moe_oracle.rules.scenario import LayerScenario, Scenario
 
 
 class Status(str, Enum):
@@ -102,3 +102,11 @@ class Check:
             rule=self.rule,
             sources=self.sources,
         )
+
+    def evaluate_layer(self, layer: LayerScenario) -> Reason | None:
+        """:meth:`evaluate` of a ``Scope.LAYER`` check against what a layer being built knows."""
+        if self.scope is not Scope.LAYER:
+            raise ValueError(f"{self.code.value}: a {self.scope.value}-scoped check needs the whole scenario")
+        # the LAYER scope declares that the test reads only what LayerScenario has (group, ep,
+        # tokens_per_rank, experts_per_rank, world_size)
+        return self.evaluate(cast(Scenario, layer))

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal, get_args
 
 from moe_oracle.rules.check import Check, Reason
 from moe_oracle.rules.conversion import Conversion
@@ -14,7 +14,8 @@ from moe_oracle.rules.scenario import Scenario
 
 #: Rounding conventions of the activation quantizers (``moe_oracle.runtime.actquant``): how a kernel
 #: turns an amax into a power-of-two scale and rounds FP4. DeepGEMM's and AITER's differ.
-NUMERICS = ("deepgemm", "aiter")
+Numerics = Literal["deepgemm", "aiter"]
+NUMERICS: tuple[Numerics, ...] = get_args(Numerics)
 #: How staged activation scales are laid out for a kernel (``moe_oracle.runtime.staging.ScaleLayout``).
 SCALE_LAYOUTS = ("none", "fp32", "ue8m0", "e4m3", "bytes")
 
@@ -115,7 +116,7 @@ class VariantSpec:
     conversions: tuple[Conversion, ...] = ()
     sizing: Mapping[str, Callable[..., Any]] | None = field(default=None, hash=False, compare=False)
     layout: str | None = None
-    numerics: str = "deepgemm"
+    numerics: Numerics = "deepgemm"
     staging: Staging | None = None
     validation: Validation = Validation.SOURCE_ONLY
     validated_how: str = ""

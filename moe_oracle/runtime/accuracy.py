@@ -23,12 +23,13 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from moe_oracle.errors import BadInputError
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, QuantSpec, WeightFormat
+from moe_oracle.numerics.fp4 import MxConvention
 from moe_oracle.rules.recipe import ActQuant
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig
@@ -45,6 +46,9 @@ from moe_oracle.runtime.quantize import (
 from moe_oracle.runtime.reference import calc_diff, reference_moe, rel_l2, swiglu
 from moe_oracle.runtime.routing import random_hash_table, route
 from moe_oracle.runtime.tolerance import MAX_TOKENS, check_fits
+
+if TYPE_CHECKING:
+    from moe_oracle.rules import VariantSpec
 
 #: Hidden size the default scale aims at (keeps the CPU run within seconds).
 DEFAULT_HIDDEN = 512
@@ -114,7 +118,7 @@ def scaled_group(group: MoELayerGroup, scale: float) -> MoELayerGroup:
     return group.model_copy(update={"hidden_size": h, "moe_intermediate_size": i, "num_experts": e})
 
 
-def variant_weight_quant(spec: Any) -> tuple[QuantSpec, str]:
+def variant_weight_quant(spec: VariantSpec) -> tuple[QuantSpec, MxConvention]:
     """The checkpoint format a variant's kernel takes, and the MX convention to quantize masters with."""
     variant = spec.variant
     if variant.endswith("fp8xfp8") and variant.startswith("sm90"):
@@ -132,7 +136,7 @@ def _same_format(a: QuantSpec, b: QuantSpec) -> bool:
     if a.format is not b.format:
         return False
     if a.format is WeightFormat.FP8_BLOCK:
-        return tuple(a.block) == tuple(b.block)
+        return a.block == b.block
     return True
 
 
@@ -285,8 +289,10 @@ def run_accuracy(
             if quant.format is WeightFormat.FP8_BLOCK and ckpt_quant.format is WeightFormat.FP8_BLOCK:
                 quant = FP8_BLOCK_UE8M0 if ckpt_quant.scale_format.value == "ue8m0" else FP8_BLOCK_FP32
             cache_key = (quant.label(), convention)
-            experts = cache.get(cache_key)
-            if experts is None:
+            cached = cache.get(cache_key)
+            if cached is not None:
+                experts = cached
+            else:
                 l2_scale = None
                 if quant.format is WeightFormat.NVFP4:
                     weighted = spec.recipe.weight_before_l2

@@ -32,8 +32,8 @@ import torch
 
 import moe_oracle.numerics as N
 from moe_oracle.rules.recipe import ActQuant
+from moe_oracle.rules.variant import Numerics as Vendor
 
-Vendor = Literal["deepgemm", "aiter"]
 Fp8ScaleRule = Literal["kernel", "exact"]
 
 NVFP4_TOKEN_AMAX_FLOOR = 1e-12

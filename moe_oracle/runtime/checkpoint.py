@@ -131,8 +131,14 @@ def load_layer_experts(
     extras = "gate.weight_scale_2" in first
     quant = _detect(first["gate.weight"], first.get("gate.scale", first.get("gate.weight_scale")), extras)
 
-    def scale_of(d: dict[str, torch.Tensor], role: str) -> torch.Tensor | None:
-        return d.get(f"{role}.scale", d.get(f"{role}.weight_scale"))
+    def scale_of(d: dict[str, torch.Tensor], role: str) -> torch.Tensor:
+        scale = d.get(f"{role}.scale", d.get(f"{role}.weight_scale"))
+        if scale is None:
+            raise BadInputError(
+                f"--weights {directory}: layer {layer} has {quant.label()} experts, but one lacks the {role} scale",
+                fix="point --weights at a complete checkpoint (every expert's weights with their scales)",
+            )
+        return scale
 
     w13 = torch.stack([torch.cat([d["gate.weight"], d["up.weight"]], dim=0) for d in per])
     w2 = torch.stack([d["down.weight"] for d in per])

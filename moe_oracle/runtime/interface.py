@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from moe_oracle.model.types import MoELayerGroup, QuantSpec
 
@@ -48,6 +48,38 @@ class CheckpointExperts:
     @property
     def num_experts(self) -> int:
         return int(self.w13.shape[0])
+
+    def scales(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(w13_scale, w2_scale)``; ``LayerInputError`` for experts stored without scales (BF16)."""
+        if self.w13_scale is None or self.w2_scale is None:
+            from moe_oracle.runtime.errors import LayerInputError
+
+            raise LayerInputError(f"{self.quant.label()} experts carry no w13/w2 scales")
+        return self.w13_scale, self.w2_scale
+
+    def nvfp4_scales(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """NVFP4's ``(w13_global, w2_global, w2_input_scale)``; ``LayerInputError`` for experts without them."""
+        if self.w13_global is None or self.w2_global is None or self.w2_input_scale is None:
+            from moe_oracle.runtime.errors import LayerInputError
+
+            raise LayerInputError(f"{self.quant.label()} experts carry no global (weight_scale_2) or w2 input scales")
+        return self.w13_global, self.w2_global, self.w2_input_scale
+
+
+class TakesBlockMHint(Protocol):
+    """A layer whose kernel may take the step's mean tokens per EP rank (``num_tokens_for_block_m``), so
+    every rank of a launch picks the same BLOCK_M (DeepGEMM's SM100 mega-MoE builds that have the argument)."""
+
+    @property
+    def takes_block_m_hint(self) -> bool: ...
+
+    def forward(
+        self,
+        hidden_states: torch.Tensor,
+        topk_ids: torch.Tensor,
+        topk_weights: torch.Tensor,
+        num_tokens_for_block_m: int | None = None,
+    ) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,14 @@ so a caller can run them on any slice of experts (streaming, see :func:`transfor
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from moe_oracle.runtime.interface import CheckpointExperts
 
 INTERLEAVE_GRAN = 8
 UTCCP_ROWS = 128
@@ -112,6 +115,10 @@ class Interleaved:
         _permute_rows(self.source, _gate_up_split(self.source.shape[1], self.gran), out=target)
 
 
+#: the kernel-layout tensors of a range of experts, by KernelWeights field (or ``extras`` key)
+Chunk = Mapping[str, "torch.Tensor | Interleaved"]
+
+
 def utccp_transpose(sf: torch.Tensor) -> torch.Tensor:
     """``[E, MN, K']``: inside every 128 rows, row ``32 j + i`` -> row ``4 i + j`` (contiguous result)."""
     e, mn, kp = sf.shape
@@ -166,6 +173,12 @@ class KernelWeights:
     def num_experts(self) -> int:
         return int(self.w13.shape[0])
 
+    def scales(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(w13_sf, w2_sf)``; ``ValueError`` for a layout without scales (BF16)."""
+        if self.w13_sf is None or self.w2_sf is None:
+            raise ValueError("these kernel weights carry no w13/w2 scales")
+        return self.w13_sf, self.w2_sf
+
     def tensors(self) -> dict[str, torch.Tensor]:
         out = {"w13": self.w13, "w2": self.w2}
         if self.w13_sf is not None:
@@ -189,8 +202,8 @@ def expert_chunks(num_experts: int, chunk_experts: int) -> Iterator[tuple[int, i
 
 
 def transform_in_chunks(
-    experts: Any,
-    chunk: Callable[[Any, int, int], dict[str, torch.Tensor | Interleaved]],
+    experts: CheckpointExperts,
+    chunk: Callable[[CheckpointExperts, int, int], Chunk],
     dst: KernelWeights,
     chunk_experts: int = 1,
 ) -> KernelWeights:
@@ -228,22 +241,22 @@ class KernelLayout:
     ``to_kernel`` / ``transform_into`` from it (the ``VariantSpec.layout`` hook).
     """
 
-    canonical: Callable[[Any], Any]
+    canonical: Callable[[CheckpointExperts], CheckpointExperts]
     allocate: Callable[..., KernelWeights]
-    chunk: Callable[[Any, int, int], dict[str, torch.Tensor | Interleaved]]
-    inverse: Callable[[KernelWeights], Any]
-    prepare: Callable[[Any, KernelWeights], Callable[[Any, int, int], dict[str, Any]]] | None = None
+    chunk: Callable[[CheckpointExperts, int, int], Chunk]
+    inverse: Callable[[KernelWeights], CheckpointExperts]
+    prepare: Callable[[CheckpointExperts, KernelWeights], Callable[[CheckpointExperts, int, int], Chunk]] | None = None
 
-    def _write(self, canon: Any, dst: KernelWeights, chunk_experts: int) -> KernelWeights:
+    def _write(self, canon: CheckpointExperts, dst: KernelWeights, chunk_experts: int) -> KernelWeights:
         chunk = self.chunk if self.prepare is None else self.prepare(canon, dst)
         return transform_in_chunks(canon, chunk, dst, chunk_experts)
 
-    def transform_into(self, experts: Any, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
+    def transform_into(self, experts: CheckpointExperts, dst: KernelWeights, chunk_experts: int = 1) -> KernelWeights:
         """``experts`` (checkpoint layout) written into the preallocated ``dst``, ``chunk_experts`` at a time."""
         return self._write(self.canonical(experts), dst, chunk_experts)
 
     def to_kernel(
-        self, experts: Any, device: torch.device | str | None = None, chunk_experts: int = 1
+        self, experts: CheckpointExperts, device: torch.device | str | None = None, chunk_experts: int = 1
     ) -> KernelWeights:
         """``experts`` in the kernel layout, on ``device`` (default: where the experts are)."""
         canon = self.canonical(experts)
@@ -251,6 +264,6 @@ class KernelLayout:
         dst = self.allocate(canon.num_experts, hidden, inter, device or experts.w13.device)
         return self._write(canon, dst, chunk_experts)
 
-    def from_kernel(self, kw: KernelWeights) -> Any:
+    def from_kernel(self, kw: KernelWeights) -> CheckpointExperts:
         """The canonical experts of ``kw`` (the exact inverse of :meth:`to_kernel`)."""
         return self.inverse(kw)

@@ -27,6 +27,8 @@ import torch
 
 import moe_oracle.numerics as N
 from moe_oracle.model.types import QuantSpec, ScaleFormat, WeightFormat
+from moe_oracle.numerics.fp4 import MxConvention
+from moe_oracle.numerics.fp8 import ScaleFormat as Fp8ScaleFormat
 from moe_oracle.runtime.interface import CheckpointExperts
 
 BF16 = QuantSpec(format=WeightFormat.BF16)
@@ -74,12 +76,13 @@ def canonical_mxfp4(experts: CheckpointExperts, who: str) -> CheckpointExperts:
     """
     if experts.quant.format is not WeightFormat.MXFP4:
         raise ValueError(f"{who} takes MXFP4 experts, got {experts.quant.label()}")
+    w13_scale, w2_scale = experts.scales()
     return CheckpointExperts(
         MXFP4,
         experts.w13.view(torch.uint8),
         experts.w2.view(torch.uint8),
-        ue8m0_bytes(experts.w13_scale),
-        ue8m0_bytes(experts.w2_scale),
+        ue8m0_bytes(w13_scale),
+        ue8m0_bytes(w2_scale),
         first_expert=experts.first_expert,
     )
 
@@ -125,16 +128,16 @@ def dequantize_matrix(
     if scale is None:
         raise ValueError(f"{fmt.value} weights need scales")
     if fmt is WeightFormat.FP8_BLOCK:
-        bm, bn = quant.block
+        bm, bn = quant.tile
         n, k = values.shape[-2], values.shape[-1]
         sf = scale_to_fp32(scale).repeat_interleave(bm, dim=-2)[..., :n, :].repeat_interleave(bn, dim=-1)
         return values.float() * sf[..., :k]
     if fmt is WeightFormat.FP8_CHANNEL:
         return values.float() * scale_to_fp32(scale).unsqueeze(-1)
     if fmt is WeightFormat.MXFP8:
-        return _times_group_scale(values.float(), scale_to_fp32(scale), quant.block[1])
+        return _times_group_scale(values.float(), scale_to_fp32(scale), quant.tile[1])
     if fmt is WeightFormat.MXFP4:
-        return _times_group_scale(_e2m1_values(values), scale_to_fp32(scale), quant.block[1])
+        return _times_group_scale(_e2m1_values(values), scale_to_fp32(scale), quant.tile[1])
     if fmt is WeightFormat.NVFP4:
         sf = scale.float() if scale.dtype == N.FP8_E4M3_DTYPE else scale.view(N.FP8_E4M3_DTYPE).float()
         if global_scale is not None:
@@ -176,19 +179,21 @@ def dequantize_experts(experts: CheckpointExperts) -> tuple[torch.Tensor, torch.
     return dequantize_range(experts, 0, experts.num_experts)
 
 
-def _quantize_matrix(w: torch.Tensor, quant: QuantSpec, convention: str) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _quantize_matrix(
+    w: torch.Tensor, quant: QuantSpec, convention: MxConvention
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     fmt = quant.format
     if fmt is WeightFormat.BF16:
         return w.to(torch.bfloat16), None
     if fmt is WeightFormat.FP8_BLOCK:
-        fmt_scale = "ue8m0" if quant.scale_format is ScaleFormat.UE8M0 else "fp32"
-        vals, sf = N.quantize_fp8_block(w, block=tuple(quant.block), scale_format=fmt_scale)
+        fmt_scale: Fp8ScaleFormat = "ue8m0" if quant.scale_format is ScaleFormat.UE8M0 else "fp32"
+        vals, sf = N.quantize_fp8_block(w, block=quant.tile, scale_format=fmt_scale)
         return vals, (N.fp32_to_ue8m0_bytes(sf) if fmt_scale == "ue8m0" else sf)
     if fmt is WeightFormat.MXFP8:
-        vals, sf = N.quantize_mxfp8(w, quant.block[1], convention=convention)
+        vals, sf = N.quantize_mxfp8(w, quant.tile[1], convention=convention)
         return vals, N.fp32_to_ue8m0_bytes(sf)
     if fmt is WeightFormat.MXFP4:
-        vals, sf = N.quantize_mxfp4(w, quant.block[1], convention=convention)
+        vals, sf = N.quantize_mxfp4(w, quant.tile[1], convention=convention)
         return vals, N.fp32_to_ue8m0_bytes(sf)
     raise ValueError(f"cannot quantize to {fmt.value} here")
 
@@ -198,7 +203,7 @@ def quantize_experts(
     w2: torch.Tensor,
     quant: QuantSpec,
     *,
-    convention: str = "deepgemm",
+    convention: MxConvention = "deepgemm",
     w2_input_scale: torch.Tensor | float | None = None,
     chunk_experts: int = 8,
 ) -> CheckpointExperts:
@@ -215,17 +220,18 @@ def quantize_experts(
     for start in range(0, e, chunk_experts):
         stop = min(e, start + chunk_experts)
         for name, src in (("w13", w13), ("w2", w2)):
-            if quant.format is WeightFormat.FP8_BLOCK:
+            sf: torch.Tensor | None
+            if quant.format is WeightFormat.FP8_BLOCK:  # 2-D blocks: one matrix at a time
                 parts = [_quantize_matrix(src[i].float(), quant, convention) for i in range(start, stop)]
                 vals = torch.stack([p[0] for p in parts])
-                sf = torch.stack([p[1] for p in parts])
+                sf = torch.stack([p[1] for p in parts if p[1] is not None])
             else:
                 vals, sf = _quantize_matrix(src[start:stop].float(), quant, convention)
             outs[name].append(vals)
             if sf is not None:
                 outs[f"{name}_scale"].append(sf)
-    cat = {k: (torch.cat(v) if v else None) for k, v in outs.items()}
-    return CheckpointExperts(quant, cat["w13"], cat["w2"], cat["w13_scale"], cat["w2_scale"])
+    cat = {k: (torch.cat(v) if v else None) for k, v in outs.items() if k.endswith("_scale")}
+    return CheckpointExperts(quant, torch.cat(outs["w13"]), torch.cat(outs["w2"]), cat["w13_scale"], cat["w2_scale"])
 
 
 def _quantize_nvfp4(
@@ -233,7 +239,8 @@ def _quantize_nvfp4(
 ) -> CheckpointExperts:
     e = w13.shape[0]
     out: dict[str, list[torch.Tensor]] = {k: [] for k in ("w13", "w2", "w13_scale", "w2_scale")}
-    g13, g2 = [], []
+    g13: list[float] = []
+    g2: list[float] = []
     for i in range(e):
         for name, src, gl in (("w13", w13[i].float(), g13), ("w2", w2[i].float(), g2)):
             amax = float(src.abs().amax().clamp(min=1e-12))
@@ -268,7 +275,8 @@ def fp8_block_to_mxfp8(experts: CheckpointExperts) -> CheckpointExperts:
     q = experts.quant
     if q.format is not WeightFormat.FP8_BLOCK:
         raise ValueError(f"expected fp8_block experts, got {q.format.value}")
-    bm, bn = q.block
+    bm, bn = q.tile
+    w13_scale, w2_scale = experts.scales()
     if bn % 32:
         raise ValueError(f"block K ({bn}) must be a multiple of 32 for a 1x32 re-layout")
 
@@ -282,8 +290,8 @@ def fp8_block_to_mxfp8(experts: CheckpointExperts) -> CheckpointExperts:
         MXFP8,
         experts.w13,
         experts.w2,
-        relayout(experts.w13, experts.w13_scale),
-        relayout(experts.w2, experts.w2_scale),
+        relayout(experts.w13, w13_scale),
+        relayout(experts.w2, w2_scale),
         first_expert=experts.first_expert,
     )
 
@@ -307,8 +315,8 @@ def experts_to(experts: CheckpointExperts, device: torch.device | str) -> Checkp
 
     return replace(
         experts,
-        w13=mv(experts.w13),
-        w2=mv(experts.w2),
+        w13=experts.w13.to(device),
+        w2=experts.w2.to(device),
         w13_scale=mv(experts.w13_scale),
         w2_scale=mv(experts.w2_scale),
         w13_global=mv(experts.w13_global),

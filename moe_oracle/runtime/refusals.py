@@ -19,5 +19,5 @@ def refusals(spec: VariantSpec, config: LayerConfig) -> list[Reason]:
     from moe_oracle.rules import LayerScenario, Scope
 
     sc = LayerScenario(config.group, ep=config.ep_size, tokens_per_rank=config.max_tokens_per_rank)
-    found = (check.evaluate(sc) for check in spec.checks if check.scope is Scope.LAYER)
+    found = (check.evaluate_layer(sc) for check in spec.checks if check.scope is Scope.LAYER)
     return [r for r in found if r is not None]

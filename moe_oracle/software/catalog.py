@@ -12,6 +12,7 @@ this catalogue plus those.
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 
 from moe_oracle.errors import OracleError
@@ -195,7 +196,8 @@ def known_builds() -> dict[str, BuildSpec]:
     reports it). Raises :class:`LibraryConflictError` when two declarations share a name."""
     found: dict[str, BuildSpec] = {}
     for ep, package in _backend_packages():
-        for build in builds_named_by(getattr(package, "variants", package) or ()):
+        variants = getattr(package, "variants", package)
+        for build in builds_named_by(variants if isinstance(variants, Iterable) else ()):
             if found.setdefault(build.name, build) != build:
                 raise LibraryConflictError(
                     f"two different builds are declared as {build.name!r} (the second by "

@@ -8,7 +8,7 @@ no expert parallelism.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -105,7 +105,7 @@ def _ep_fix(tp: int, dp: int, ep: int) -> str:
 #: ``--speculative``: ``none`` (the engines' default: no draft layers are built) or ``mtp`` (the model's own
 #: multi-token-prediction layers draft tokens, so the engine builds them).
 Speculative = Literal["none", "mtp"]
-SPECULATIVE_CHOICES: tuple[str, ...] = ("none", "mtp")
+SPECULATIVE_CHOICES: tuple[Speculative, ...] = get_args(Speculative)
 
 
 class Deployment(_Frozen):

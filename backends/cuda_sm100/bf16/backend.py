@@ -18,7 +18,7 @@ from .config import VARIANT
 
 class Sm100Bf16MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
-    WEIGHTS = weights
+    WEIGHTS = weights.LAYOUT
     KERNEL = "bf16_mega_moe"
     BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
     BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "bf16xbf16"}

@@ -11,6 +11,7 @@ import torch
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -34,7 +35,7 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     )
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
     return {"w13": Interleaved(experts.w13[start:stop]), "w2": experts.w2[start:stop]}
 
 

@@ -69,7 +69,7 @@ def _checks(kernel: str, inter: int, inter_why: str, inter_source: str, kinds: t
         ),
         c.scenario_predicate(
             ReasonCode.KERNEL_MISSING,
-            lambda sc: sc.software.library("flashinfer") is not None and sc.software.library("flashinfer").present,
+            lambda sc: sc.software.library("flashinfer") is not None,  # library() is None unless present
             rule="flashinfer (flashinfer-python >= 0.7.2, flashinfer.moe_ep) is present",
             message=lambda sc: f"software profile '{sc.software.name}' has no flashinfer (flashinfer.moe_ep)",
             remediation="Install SGLang 0.5.23 with its pinned flashinfer-python 0.7.2 (--software sglang-0.5.23).",

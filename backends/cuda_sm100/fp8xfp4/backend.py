@@ -22,7 +22,7 @@ from .config import VARIANT
 
 class Sm100Fp8Fp4MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
-    WEIGHTS = weights
+    WEIGHTS = weights.LAYOUT
     KERNEL = "fp8_fp4_mega_moe"
     BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
     BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "fp8xfp4"}

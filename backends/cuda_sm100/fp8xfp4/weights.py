@@ -19,6 +19,7 @@ from moe_oracle_backends.cuda_sm100._runtime import (
 
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -35,22 +36,24 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     return allocate_sm100(e, hidden, inter, value_dtype=torch.int8, values_per_elem=2, scale_group=32, device=device)
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
+    w13_scale, w2_scale = experts.scales()
     return {
         "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop].view(torch.int8),
-        "w13_sf": sm100_l1_scale(experts.w13_scale[start:stop]),
-        "w2_sf": sm100_l2_scale(experts.w2_scale[start:stop]),
+        "w13_sf": sm100_l1_scale(w13_scale[start:stop]),
+        "w2_sf": sm100_l2_scale(w2_scale[start:stop]),
     }
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    w13_sf, w2_sf = kw.scales()
     return CheckpointExperts(
         MXFP4,
         deinterleave_gate_up(kw.w13.view(torch.uint8)),
         kw.w2.view(torch.uint8).clone(),
-        sm100_l1_scale_inverse(kw.w13_sf),
-        sm100_l2_scale_inverse(kw.w2_sf),
+        sm100_l1_scale_inverse(w13_sf),
+        sm100_l2_scale_inverse(w2_sf),
     )
 
 
@@ -65,8 +68,9 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     experts = canonical(experts)
     e, n2, hp = experts.w13.shape
     h, ip = experts.w2.shape[1], experts.w2.shape[2]
-    s1 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w13_scale), n2, hp * 2, (1, 32), e)
-    s2 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w2_scale), h, ip * 2, (1, 32), e)
+    w13_scale, w2_scale = experts.scales()
+    s1 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(w13_scale), n2, hp * 2, (1, 32), e)
+    s2 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(w2_scale), h, ip * 2, (1, 32), e)
     (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe(
         (experts.w13.view(torch.int8), s1), (experts.w2.view(torch.int8), s2)
     )

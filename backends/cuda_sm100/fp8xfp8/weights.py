@@ -24,6 +24,7 @@ from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -43,12 +44,13 @@ def canonical(experts: CheckpointExperts) -> CheckpointExperts:
             ) from None
     elif q.format is not WeightFormat.MXFP8:
         raise ValueError(f"sm100_fp8xfp8 takes MXFP8 or fp8_block ue8m0 experts, got {q.label()}")
+    w13_scale, w2_scale = experts.scales()
     return CheckpointExperts(
         MXFP8,
         experts.w13.view(FP8_E4M3_DTYPE),
         experts.w2.view(FP8_E4M3_DTYPE),
-        ue8m0_bytes(experts.w13_scale),
-        ue8m0_bytes(experts.w2_scale),
+        ue8m0_bytes(w13_scale),
+        ue8m0_bytes(w2_scale),
         first_expert=experts.first_expert,
     )
 
@@ -59,22 +61,24 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     )
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
+    w13_scale, w2_scale = experts.scales()
     return {
         "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop],
-        "w13_sf": sm100_l1_scale(experts.w13_scale[start:stop]),
-        "w2_sf": sm100_l2_scale(experts.w2_scale[start:stop]),
+        "w13_sf": sm100_l1_scale(w13_scale[start:stop]),
+        "w2_sf": sm100_l2_scale(w2_scale[start:stop]),
     }
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    w13_sf, w2_sf = kw.scales()
     return CheckpointExperts(
         MXFP8,
         deinterleave_gate_up(kw.w13),
         kw.w2.clone(),
-        sm100_l1_scale_inverse(kw.w13_sf),
-        sm100_l2_scale_inverse(kw.w2_sf),
+        sm100_l1_scale_inverse(w13_sf),
+        sm100_l2_scale_inverse(w2_sf),
     )
 
 
@@ -89,7 +93,8 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     experts = canonical(experts)
     e, n2, h = experts.w13.shape
     i = experts.w2.shape[2]
-    s1 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w13_scale), n2, h, (1, 32), e)
-    s2 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(experts.w2_scale), h, i, (1, 32), e)
+    w13_scale, w2_scale = experts.scales()
+    s1 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(w13_scale), n2, h, (1, 32), e)
+    s2 = deep_gemm.transform_sf_into_required_layout(scale_to_fp32(w2_scale), h, i, (1, 32), e)
     (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe((experts.w13, s1), (experts.w2, s2))
     return KernelWeights(w1, w2, s1, s2)

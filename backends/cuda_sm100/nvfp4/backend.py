@@ -26,7 +26,7 @@ from .config import VARIANT
 
 class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
-    WEIGHTS = weights
+    WEIGHTS = weights.LAYOUT
     KERNEL = "nvfp4_mega_moe"
     BUFFER_FNS = ("NVFP4SymmBuffer",)
     BUFFER_KWARGS: ClassVar[dict] = {}
@@ -44,7 +44,7 @@ class Sm100Nvfp4MegaMoE(DeepGemmMegaMoE):
         return super()._get_buffer()
 
     def extra_kernel_kwargs(self) -> dict[str, Any]:
-        ex = self.weights.extras
+        ex = self.loaded().extras
         return {
             "l1_alpha": ex["l1_alpha"],
             "l2_alpha": ex["l2_alpha"],

@@ -30,7 +30,7 @@ CONVERSIONS = (
     Conversion(
         source=WeightFormat.FP8_BLOCK,
         target=QuantSpec(
-            format="nvfp4",
+            format=WeightFormat.NVFP4,
             block=(1, 16),
             scale_format=ScaleFormat.E4M3,
             global_scale=True,

@@ -29,6 +29,7 @@ from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -50,12 +51,13 @@ def canonical(experts: CheckpointExperts) -> CheckpointExperts:
         raise ValueError(f"sm100_nvfp4 takes NVFP4 experts, got {experts.quant.label()}")
     e = experts.num_experts
     ones = torch.ones(e, dtype=torch.float32, device=experts.w13.device)
+    w13_scale, w2_scale = experts.scales()
     return CheckpointExperts(
         NVFP4,
         experts.w13.view(torch.uint8),
         experts.w2.view(torch.uint8),
-        _e4m3_bytes(experts.w13_scale).view(FP8_E4M3_DTYPE),
-        _e4m3_bytes(experts.w2_scale).view(FP8_E4M3_DTYPE),
+        _e4m3_bytes(w13_scale).view(FP8_E4M3_DTYPE),
+        _e4m3_bytes(w2_scale).view(FP8_E4M3_DTYPE),
         w13_global=ones if experts.w13_global is None else experts.w13_global.float().reshape(e),
         w2_global=ones if experts.w2_global is None else experts.w2_global.float().reshape(e),
         w2_input_scale=ones if experts.w2_input_scale is None else experts.w2_input_scale.float().reshape(e),
@@ -77,25 +79,27 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     return kw
 
 
-def _chunk(experts: CheckpointExperts, start: int, stop: int, l2_scale: float) -> dict[str, torch.Tensor]:
-    w2_global = experts.w2_global[start:stop]
+def _chunk(experts: CheckpointExperts, start: int, stop: int, l2_scale: float) -> Chunk:
+    w13_scale, w2_scale = experts.scales()
+    w13_global, w2_globals, w2_input_scale = experts.nvfp4_scales()
+    w2_global = w2_globals[start:stop]
     return {
         "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop].view(torch.int8),
-        "w13_sf": sm100_l1_scale(_e4m3_bytes(experts.w13_scale[start:stop])),
-        "w2_sf": sm100_l2_scale(_e4m3_bytes(experts.w2_scale[start:stop])),
-        "l1_alpha": experts.w13_global[start:stop],
+        "w13_sf": sm100_l1_scale(_e4m3_bytes(w13_scale[start:stop])),
+        "w2_sf": sm100_l2_scale(_e4m3_bytes(w2_scale[start:stop])),
+        "l1_alpha": w13_global[start:stop],
         "l2_alpha": w2_global * l2_scale,
         "w2_global": w2_global,
-        "w2_input_scale": experts.w2_input_scale[start:stop],
+        "w2_input_scale": w2_input_scale[start:stop],
     }
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
     return _chunk(experts, start, stop, l2_activation_scale(experts))
 
 
-def _prepare(experts: CheckpointExperts, dst: KernelWeights) -> Callable[..., dict[str, torch.Tensor]]:
+def _prepare(experts: CheckpointExperts, dst: KernelWeights) -> Callable[[CheckpointExperts, int, int], Chunk]:
     """The layer's L2 activation scale, computed once: kept in ``dst.extras`` and bound into the chunks."""
     scale = l2_activation_scale(experts)
     dst.extras["l2_activation_scale"] = scale
@@ -103,12 +107,13 @@ def _prepare(experts: CheckpointExperts, dst: KernelWeights) -> Callable[..., di
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    w13_sf, w2_sf = kw.scales()
     return CheckpointExperts(
         NVFP4,
         deinterleave_gate_up(kw.w13.view(torch.uint8)),
         kw.w2.view(torch.uint8).clone(),
-        sm100_l1_scale_inverse(kw.w13_sf).view(FP8_E4M3_DTYPE),
-        sm100_l2_scale_inverse(kw.w2_sf).view(FP8_E4M3_DTYPE),
+        sm100_l1_scale_inverse(w13_sf).view(FP8_E4M3_DTYPE),
+        sm100_l2_scale_inverse(w2_sf).view(FP8_E4M3_DTYPE),
         w13_global=kw.extras["l1_alpha"].clone(),
         w2_global=kw.extras["w2_global"].clone(),
         w2_input_scale=kw.extras["w2_input_scale"].clone(),
@@ -127,8 +132,9 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     from moe_oracle.runtime.layouts import mn_major
 
     experts = canonical(experts)
-    s1 = mn_major(pack_bytes_i32(experts.w13_scale.view(torch.uint8)))
-    s2 = mn_major(pack_bytes_i32(experts.w2_scale.view(torch.uint8)))
+    w13_scale, w2_scale = experts.scales()
+    s1 = mn_major(pack_bytes_i32(w13_scale.view(torch.uint8)))
+    s2 = mn_major(pack_bytes_i32(w2_scale.view(torch.uint8)))
     (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe(
         (experts.w13.view(torch.int8), s1), (experts.w2.view(torch.int8), s2)
     )

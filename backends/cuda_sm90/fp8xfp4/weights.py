@@ -17,6 +17,7 @@ from moe_oracle_backends.cuda_sm90._runtime import pack_ue8m0_kmajor, unpack_ue8
 
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -39,22 +40,24 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     )
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
+    w13_scale, w2_scale = experts.scales()
     return {
         "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop].view(torch.int8),
-        "w13_sf": pack_ue8m0_kmajor(interleave_gate_up(experts.w13_scale[start:stop])),
-        "w2_sf": pack_ue8m0_kmajor(experts.w2_scale[start:stop]),
+        "w13_sf": pack_ue8m0_kmajor(interleave_gate_up(w13_scale[start:stop])),
+        "w2_sf": pack_ue8m0_kmajor(w2_scale[start:stop]),
     }
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
+    w13_sf, w2_sf = kw.scales()
     return CheckpointExperts(
         MXFP4,
         deinterleave_gate_up(kw.w13.view(torch.uint8)),
         kw.w2.view(torch.uint8).clone(),
-        deinterleave_gate_up(unpack_ue8m0_kmajor(kw.w13_sf)),
-        unpack_ue8m0_kmajor(kw.w2_sf).clone(),
+        deinterleave_gate_up(unpack_ue8m0_kmajor(w13_sf)),
+        unpack_ue8m0_kmajor(w2_sf).clone(),
     )
 
 
@@ -67,8 +70,9 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     import deep_gemm
 
     experts = canonical(experts)
+    w13_scale, w2_scale = experts.scales()
     (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe_sm90_fp4(
-        (experts.w13.view(torch.int8), scale_to_fp32(experts.w13_scale)),
-        (experts.w2.view(torch.int8), scale_to_fp32(experts.w2_scale)),
+        (experts.w13.view(torch.int8), scale_to_fp32(w13_scale)),
+        (experts.w2.view(torch.int8), scale_to_fp32(w2_scale)),
     )
     return KernelWeights(w1, w2, s1, s2)

@@ -25,7 +25,7 @@ from .config import VARIANT
 
 class Sm90Fp8MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
-    WEIGHTS = weights
+    WEIGHTS = weights.LAYOUT
     KERNEL = "fp8_mega_moe"
     BUFFER_FNS = ("get_symm_buffer_for_sm90_mega_moe", "get_symm_buffer_for_mega_moe")
     BUFFER_KWARGS: ClassVar[dict] = {}

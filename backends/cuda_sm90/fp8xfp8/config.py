@@ -37,7 +37,9 @@ def _fp8_block_128(q: QuantSpec) -> bool:
     )
 
 
-_FP8_POW2 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="ue8m0", source="load-time conversion")
+_FP8_POW2 = QuantSpec(
+    format=WeightFormat.FP8_BLOCK, block=(128, 128), scale_format=ScaleFormat.UE8M0, source="load-time conversion"
+)
 
 #: MXFP4 -> FP8 block-128 is exact while a block's 32-groups span at most 14 binades (docs/performance.md
 #: motivates it: the FP8 kernel is faster on SM90); BF16 -> FP8 quantizes and changes numerics.
@@ -52,7 +54,12 @@ CONVERSIONS = (
     ),
     Conversion(
         source=WeightFormat.BF16,
-        target=QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32", source="load-time conversion"),
+        target=QuantSpec(
+            format=WeightFormat.FP8_BLOCK,
+            block=(128, 128),
+            scale_format=ScaleFormat.FP32,
+            source="load-time conversion",
+        ),
         lossless=False,
         condition="BF16 -> FP8 E4M3 quantization (per 128x128 block, amax/448 scales)",
         runtime="moe_oracle.runtime.format_conversion:bf16_to_fp8_block",

@@ -19,6 +19,7 @@ from moe_oracle.model.types import WeightFormat
 from moe_oracle.numerics import FP8_E4M3_DTYPE
 from moe_oracle.runtime.interface import CheckpointExperts
 from moe_oracle.runtime.layouts import (
+    Chunk,
     Interleaved,
     KernelLayout,
     KernelWeights,
@@ -31,14 +32,15 @@ BLOCK = 128
 
 def canonical(experts: CheckpointExperts) -> CheckpointExperts:
     q = experts.quant
-    if q.format is not WeightFormat.FP8_BLOCK or tuple(q.block) != (BLOCK, BLOCK):
+    if q.format is not WeightFormat.FP8_BLOCK or q.block != (BLOCK, BLOCK):
         raise ValueError(f"sm90_fp8xfp8 takes fp8_block 128x128 experts, got {q.label()}")
+    w13_scale, w2_scale = experts.scales()
     return CheckpointExperts(
         FP8_BLOCK_FP32,
         experts.w13.view(FP8_E4M3_DTYPE),
         experts.w2.view(FP8_E4M3_DTYPE),
-        scale_to_fp32(experts.w13_scale),
-        scale_to_fp32(experts.w2_scale),
+        scale_to_fp32(w13_scale),
+        scale_to_fp32(w2_scale),
         first_expert=experts.first_expert,
     )
 
@@ -52,19 +54,19 @@ def allocate(e: int, hidden: int, inter: int, device: torch.device | str = "cpu"
     )
 
 
-def chunk(experts: CheckpointExperts, start: int, stop: int) -> dict[str, torch.Tensor]:
+def chunk(experts: CheckpointExperts, start: int, stop: int) -> Chunk:
+    w13_scale, w2_scale = experts.scales()
     return {
         "w13": Interleaved(experts.w13[start:stop]),
         "w2": experts.w2[start:stop],
-        "w13_sf": experts.w13_scale[start:stop],
-        "w2_sf": experts.w2_scale[start:stop],
+        "w13_sf": w13_scale[start:stop],
+        "w2_sf": w2_scale[start:stop],
     }
 
 
 def from_kernel(kw: KernelWeights) -> CheckpointExperts:
-    return CheckpointExperts(
-        FP8_BLOCK_FP32, deinterleave_gate_up(kw.w13), kw.w2.clone(), kw.w13_sf.clone(), kw.w2_sf.clone()
-    )
+    w13_sf, w2_sf = kw.scales()
+    return CheckpointExperts(FP8_BLOCK_FP32, deinterleave_gate_up(kw.w13), kw.w2.clone(), w13_sf.clone(), w2_sf.clone())
 
 
 LAYOUT = KernelLayout(canonical, allocate, chunk, from_kernel)
@@ -76,7 +78,6 @@ def vendor_transform(experts: CheckpointExperts) -> KernelWeights:
     import deep_gemm
 
     experts = canonical(experts)
-    (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe_sm90(
-        (experts.w13, experts.w13_scale), (experts.w2, experts.w2_scale)
-    )
+    w13_scale, w2_scale = experts.scales()
+    (w1, s1), (w2, s2) = deep_gemm.transform_weights_for_mega_moe_sm90((experts.w13, w13_scale), (experts.w2, w2_scale))
     return KernelWeights(w1, w2, s1, s2)

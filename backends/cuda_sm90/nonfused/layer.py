@@ -122,8 +122,8 @@ class GroupedGemmMoE(MegaMoELayer):
 
     def buffer_bytes(self) -> int:
         """Bytes of the preallocated activation buffers (what this path adds beyond the weights)."""
-        bufs = (self.counts, self.starts, self.ends, self.slot_pos, self.row_of_slot, self.m_indices)
-        bufs += (self.a1, self.sf1, self.h1, self.a2, self.sf2, self.h2, self.y)
+        bufs: tuple[torch.Tensor, ...] = (self.counts, self.starts, self.ends, self.slot_pos, self.row_of_slot)
+        bufs += (self.m_indices, self.a1, self.sf1, self.h1, self.a2, self.sf2, self.h2, self.y)
         return sum(t.numel() * t.element_size() for t in bufs)
 
     def load(self, experts: CheckpointExperts) -> None:

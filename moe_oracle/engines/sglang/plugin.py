@@ -281,7 +281,7 @@ def register() -> None:
 
     HookRegistry.register(SERVER_ARGS_HOOK, after_check_server_args, HookType.AFTER)
     plan = shipped_plan(os.environ)
-    if serves_any(plan):
+    if plan is not None and serves_any(plan):
         from moe_oracle.engines.sglang.layer import MoEOracleFusedMoE
 
         HookRegistry.register(FUSED_MOE, MoEOracleFusedMoE, HookType.REPLACE)

@@ -66,7 +66,7 @@ def read_request(env: Mapping[str, str]) -> Request:
     if text.startswith("{"):
         try:
             pins = json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise BadInputError(
                 f"{ENV_BACKEND}={shown(raw)} is not valid JSON ({exc.msg} at column {exc.colno})", fix=_FIX
             ) from None
@@ -101,7 +101,7 @@ def shipped_plan(env: Mapping[str, str]) -> dict[str, Any] | None:
 
 def serves_any(plan: Mapping[str, Any] | None) -> bool:
     """Does the plan give any layer group to moe-oracle's runtime?"""
-    return bool(plan) and any(g.get("layer_plan") for g in plan.get("groups", ()))
+    return plan is not None and any(g.get("layer_plan") for g in plan.get("groups", ()))
 
 
 def plan_for(plan: Mapping[str, Any], layer_index: int) -> LayerPlan | None:

@@ -45,7 +45,7 @@ import logging
 import os
 import sys
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.engines.vllm.snapshot import (
@@ -78,8 +78,21 @@ __all__ = [
     "wrap_entry",
 ]
 
+if TYPE_CHECKING:
+    from moe_oracle.cost.model import Workload
+    from moe_oracle.decide.question import ConversionOptions
+    from moe_oracle.rules import Engine
+
 LOGGER_NAME = "vllm.plugins.moe_oracle"
 logger = logging.getLogger(LOGGER_NAME)
+
+
+class _DecideContext(TypedDict):
+    """What every ``decide`` call of one resolution shares (the engine and its workload and conversions)."""
+
+    engine: Engine
+    workload: Workload
+    conversion: ConversionOptions
 
 
 def enabled(env: dict[str, str] | None = None) -> bool:
@@ -255,7 +268,7 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
     )
     # the workload the engine runs: decode steps of up to max_num_seqs tokens per DP rank and prefill chunks of
     # max_num_batched_tokens, equally weighted
-    ctx = dict(
+    ctx = _DecideContext(
         engine=Engine.VLLM,
         workload=Workload.default(deployment.parallel.tokens_per_rank, decode_tokens=snap.max_num_seqs),
         conversion=ConversionOptions(enabled=request.convert, allow_lossy=request.allow_lossy),
@@ -391,8 +404,8 @@ def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome
     fingerprint = _fingerprint(decision)
     routes = group_routes(decision)
     backend, _variant, why = global_choice(decision)
-    native = backend in F.MOE_BACKENDS and all(r.route == ENGINE_ROUTE for r in routes)
-    if native and not blockers:
+    native = backend is not None and backend in F.MOE_BACKENDS and all(r.route == ENGINE_ROUTE for r in routes)
+    if native and backend is not None and not blockers:
         out = Outcome("set", "auto", moe_backend=backend, fingerprint=fingerprint)
         _native_extras(out, backend, snap, decision, deployment)
         out.table = decision_table(decision, f"{head} -> {backend} ({where})", routes)
@@ -494,7 +507,7 @@ class PluginRefusal(ValueError):
     ``ValidationError`` whose cause is this); the message is the whole refusal, one line."""
 
 
-def refusal_in(exc: BaseException) -> PluginRefusal | None:
+def refusal_in(exc: BaseException | None) -> PluginRefusal | None:
     """The :class:`PluginRefusal` an uncaught exception carries (itself, its cause, or a pydantic error's)."""
     seen = 0
     while exc is not None and seen < 8:
@@ -576,7 +589,7 @@ def apply_to_vllm_config(vllm_config: Any, architecture: str) -> Outcome | None:
 def wrap_entry(base: type, architecture: str) -> type:
     """A subclass of ``base`` (a ``VerifyAndUpdateConfig``) that runs the oracle after it."""
 
-    class MoEOracleVerifyAndUpdateConfig(base):  # type: ignore[misc, valid-type]
+    class MoEOracleVerifyAndUpdateConfig(base):
         _moe_oracle_wrapped = True
         _moe_oracle_base = base
         _moe_oracle_architecture = architecture

@@ -147,7 +147,7 @@ def _backend_from_env(env: Mapping[str, str]) -> Any:
 
         try:
             return json.loads(text)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             raise BadInputError(
                 f"{ENV_BACKEND}={shown(raw)} is not valid JSON ({exc.msg} at column {exc.colno})", fix=_FIX
             ) from None
@@ -223,7 +223,7 @@ def check_plan(plan: Any) -> list[tuple[dict[str, Any], LayerPlan | None]]:
         raise BadInputError(
             f"{_PLAN} = {shown(plan)} is not a plan the plug-in wrote (version 1, groups)", fix=_PLAN_FIX
         )
-    out = []
+    out: list[tuple[dict[str, Any], LayerPlan | None]] = []
     for i, group in enumerate(plan["groups"]):
         where = f"{_PLAN}['groups'][{i}]"
         layers = group.get("layers") if isinstance(group, Mapping) else None

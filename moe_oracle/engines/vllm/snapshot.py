@@ -144,9 +144,10 @@ def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
 
         software = probe_installed()
     else:
-        software = named_profile(snap.software)
-    if software is None:
-        raise BadInputError(f"moe-oracle has no software profile {snap.software!r}")
+        named = named_profile(snap.software)
+        if named is None:
+            raise BadInputError(f"moe-oracle has no software profile {snap.software!r}")
+        software = named
     return description, deployment, software
 
 

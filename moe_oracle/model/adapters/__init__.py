@@ -158,11 +158,10 @@ def _string(value: Any, path: str, model_id: str) -> str | None:
 
 def _from_validation(exc: ValidationError, model_id: str) -> ModelConfigError:
     errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": str(exc), "input": None}
-    where = ".".join(str(part) for part in first.get("loc", ())) or exc.title
+    loc, msg, value = (errors[0]["loc"], errors[0]["msg"], errors[0].get("input")) if errors else ((), str(exc), None)
+    where = ".".join(str(part) for part in loc) or exc.title
     more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
     return ModelConfigError(
-        f"{model_id}: the description is inconsistent at {where}: {first.get('msg')} "
-        f"(value {show(first.get('input'))}){more}",
+        f"{model_id}: the description is inconsistent at {where}: {msg} (value {show(value)}){more}",
         fix="check the config values named above",
     )

@@ -34,6 +34,7 @@ from moe_oracle.model.types import (
     ROLE_GROUP_NAMES,
     Activation,
     ActivationKind,
+    LayerRole,
     ModelDescription,
     MoELayerGroup,
     QuantSpec,
@@ -47,7 +48,7 @@ MAX_SCALING_FACTOR = 1e4
 MAX_SWIGLU_LIMIT = 1e6
 
 
-_LAYER_TYPES = {"dense": None, "sparse": "routed", "moe": "routed", "hash_moe": "hash"}
+_LAYER_TYPES: dict[str, LayerRole | None] = {"dense": None, "sparse": "routed", "moe": "routed", "hash_moe": "hash"}
 
 
 @dataclass(frozen=True)
@@ -142,7 +143,7 @@ class FamilyRules:
 @dataclass(frozen=True)
 class _Layer:
     index: int
-    role: str
+    role: LayerRole
     num_experts: int
     top_k: int
     site: Site
@@ -199,7 +200,7 @@ def _shared(view: ConfigView, rule: SharedRule, inter: int) -> tuple[int, int | 
     return count, None, rule.gate
 
 
-def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[tuple[int, str]]:
+def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[tuple[int, LayerRole]]:
     """``(layer, role)`` of every MoE layer of the main model, role ``routed`` or ``hash``."""
     if rules.schedule != "deepseek":
         moe = schedules.SCHEDULES[rules.schedule](view, n_layers)
@@ -210,7 +211,7 @@ def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[
             )
         return [(i, "routed") for i in moe]
     found = view.lookup("mlp_layer_types")
-    roles: list[str | None]
+    roles: list[LayerRole | None]
     if found is not None:
         path, types = found
         if not isinstance(types, list):
@@ -280,7 +281,7 @@ def _main_schedule(view: ConfigView, rules: FamilyRules, n_layers: int) -> list[
     return layers
 
 
-def _freq_list(view: ConfigView, found: tuple[str, Any], n_layers: int) -> list[str | None]:
+def _freq_list(view: ConfigView, found: tuple[str, Any], n_layers: int) -> list[LayerRole | None]:
     """``moe_layer_freq`` as one flag per layer (MiniMax-M3, MiMo-V2: non-zero = MoE; vLLM minimax_m3
     ``_is_moe_layer``, mimo_v2 ``is_moe_layer`` read the list alone, not ``first_k_dense_replace``)."""
     path, flags = found
@@ -304,6 +305,7 @@ def _site(rules: FamilyRules, role: str, index: int, n_layers: int) -> Site:
 
 def _extra_layers(view: ConfigView, rules: FamilyRules, shape: _Shape, n_layers: int) -> list[_Layer]:
     """MTP layers (``num_nextn_predict_layers``) or DeepSeek DSpark draft layers."""
+    role: LayerRole
     dspark_keys = ("dspark_target_layer_ids", "dspark_n_routed_experts", "dspark_num_experts_per_tok")
     if rules.dspark and any(view.has(key) for key in dspark_keys):
         found = view.lookup("dspark_target_layer_ids")
@@ -445,7 +447,7 @@ def _quant_key(spec: QuantSpec | None) -> tuple | None:
 
 
 def _group_layers(rows: list[dict[str, Any]]) -> tuple[MoELayerGroup, ...]:
-    by_role: dict[str, dict[tuple, list[dict[str, Any]]]] = {}
+    by_role: dict[LayerRole, dict[tuple, list[dict[str, Any]]]] = {}
     for row in rows:
         key = (
             row["hidden_size"],
