@@ -17,7 +17,7 @@ from __future__ import annotations
 from moe_oracle.rules import LayerScenario, ReasonCode, Scenario, Scope
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.build import BuildSpec, Provenance
-from moe_oracle.rules.check import Check
+from moe_oracle.rules.check import Check, Finding
 
 LIBRARY = "deep_gemm"
 
@@ -142,7 +142,7 @@ _PR323_BUFFER = (
 )
 
 
-def _pr323_fp8_compiles(sc: LayerScenario) -> Finding | None:
+def _pr323_fp8_compiles(sc: Scenario | LayerScenario) -> Finding | None:
     """The SM90 FP8 kernel's combine-stage and pipeline assertions at every configuration the deployment's calls
     reach (``moe_oracle_backends._sm90_fp8_kernel``: the host heuristics and the kernel's static assertions)."""
     from moe_oracle_backends import _sm90_fp8_kernel as k
@@ -171,12 +171,11 @@ _PR323_COMPILE_SRC = (
     "seen on the H200: H 8192 fails to compile at 64+ tokens per expert with 'Hidden is too large' "
     "(tests/runtime/test_gpu_kernel_limits.py)"
 )
-_PR323_FP8_COMPILES = c.scenario_predicate(
+_PR323_FP8_COMPILES = Check(
     ReasonCode.SHAPE_UNSUPPORTED,
-    lambda sc: _pr323_fp8_compiles(sc) is None,
+    test=_pr323_fp8_compiles,
     rule="every call up to the per-rank token budget compiles: 3 x combine warps x 2 x hidden / combine chunks <= "
     "the shared memory before the barriers, at the block configuration picked for its tokens per expert",
-    message=lambda sc: _pr323_fp8_compiles(sc).message,  # type: ignore[union-attr]
     remediation="Lower the per-rank token budget below the first failing count (--max-num-batched-tokens), use "
     "deep_gemm_mega_moe:sm90_fp8xfp4 (its combine adapts its chunks), or leave --moe-backend unset (non-fused MoE).",
     sources=(_PR323_COMPILE_SRC,),

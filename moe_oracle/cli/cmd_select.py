@@ -164,7 +164,8 @@ def replay_diff(record: dict[str, Any], doc: dict[str, Any], verdict: Any) -> li
         if key != "layer_groups":
             where, was, now = first_difference(record[key], doc[key], key) or (key, record[key], doc[key])
             lines.append(f"  {where}: the record shows {excerpt(was)}; its inputs decide {excerpt(now)}")
-    old = record.get("layer_groups") if isinstance(record.get("layer_groups"), list) else []
+    recorded = record.get("layer_groups")
+    old = recorded if isinstance(recorded, list) else []
     old_by_name = {g["name"]: g for g in old if isinstance(g, dict) and isinstance(g.get("name"), str)}
     for group in doc.get("layer_groups", []):
         name = group.get("name")
