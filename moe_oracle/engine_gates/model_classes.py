@@ -121,7 +121,16 @@ SGLANG: tuple[ModelClass, ...] = (
         note="GLM-4.7-Flash",
     ),
     ModelClass(("MixtralForCausalLM",), "MixtralMoE", False, "models/mixtral.py:60", "models/mixtral.py:482"),
-    ModelClass(("Llama4ForCausalLM",), "Llama4MoE", False, "models/llama4.py:75", "models/llama4.py:600"),
+    ModelClass(
+        ("Llama4ForCausalLM", "Llama4ForConditionalGeneration"),
+        "Llama4MoE",
+        False,
+        "models/llama4.py:75",
+        "models/llama4.py:600, models/mllama4.py:494-496, 1026 (the checkpoints' Llama4ForConditionalGeneration "
+        "builds Llama4ForCausalLM as its language model)",
+        blocker="apply_router_weight_on_input=True (models/llama4.py:127: the router weight scales the input, not "
+        "the output)",
+    ),
     ModelClass(
         ("GptOssForCausalLM",),
         "GptOssSparseMoeBlock",
@@ -491,7 +500,7 @@ SGLANG_FUSED_MOE: dict[str, str] = {
 def sglang_plugin_serves(architecture: str) -> bool:
     """Whether SGLang 0.5.23 builds ``architecture``'s routed experts as the ``FusedMoE`` the plug-in replaces."""
     row = model_class("sglang", architecture)
-    return row is not None and row.block in SGLANG_FUSED_MOE
+    return row is not None and row.block in SGLANG_FUSED_MOE and not row.blocker
 
 
 def sglang_plugin_why_not(architecture: str) -> str:
@@ -501,12 +510,14 @@ def sglang_plugin_why_not(architecture: str) -> str:
         return f"{architecture or 'this architecture'} is not in moe-oracle's table of sglang model classes"
     if row.block not in SGLANG_FUSED_MOE:
         return f"{row.block} ({row.source}) does not build its experts as the FusedMoE the plug-in replaces"
+    if row.blocker:
+        return f"{row.block} is the FusedMoE the plug-in replaces, but {row.blocker}"
     return ""
 
 
 def sglang_plugin_architectures() -> tuple[str, ...]:
     """Every architecture :func:`sglang_plugin_serves`."""
-    return tuple(a for row in SGLANG if row.block in SGLANG_FUSED_MOE for a in row.architectures)
+    return tuple(a for row in SGLANG if row.block in SGLANG_FUSED_MOE and not row.blocker for a in row.architectures)
 
 
 def model_class(engine: str, architecture: str) -> ModelClass | None:

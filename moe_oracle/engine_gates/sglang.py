@@ -45,6 +45,13 @@ def _rocm(sc: Scenario) -> bool:
     return sc.deployment.device.vendor.value == "amd"
 
 
+def _vllm_serves(sc: Scenario) -> bool:
+    """moe-oracle's vLLM plug-in serves this model class: only then does a refusal here send the operator to vLLM."""
+    from moe_oracle.engine_gates.model_classes import plugin_serves
+
+    return plugin_serves(sc.architecture or sc.model_type)
+
+
 _CLASS_SOURCES = (
     f"{SGLANG_SRC}/srt/arg_groups/mega_moe_hook.py#L27-L48 (no architecture allow-list)",
     f"{SGLANG_SRC}/srt/layers/moe/fused_moe_triton/layer.py#L175-L193 (megamoe without a mega forward: "
@@ -69,6 +76,14 @@ def _block_calls_mega(backend: str) -> Check:
         ),
         remediation="Leave --moe-a2a-backend unset (SGLang's default MoE serves this model), or use --engine vllm "
         "where moe-oracle's plug-in serves it.",
+        fix=lambda sc: (
+            "Leave --moe-a2a-backend unset (SGLang's default MoE serves this model)"
+            + (
+                ", or use --engine vllm (moe-oracle's plug-in serves this model class there)."
+                if _vllm_serves(sc)
+                else "."
+            )
+        ),
         sources=_CLASS_SOURCES,
     )
 
@@ -304,6 +319,14 @@ _MOE_ORACLE = EngineSupport(
                 )
             ),
             remediation="Serve this model with SGLang's own MoE backends, or with --engine vllm.",
+            fix=lambda sc: (
+                "Serve this model with SGLang's own MoE backends"
+                + (
+                    ", or with --engine vllm (moe-oracle's plug-in serves this model class there)."
+                    if _vllm_serves(sc)
+                    else "."
+                )
+            ),
             sources=(_HOOKS, "moe_oracle/engine_gates/model_classes.py SGLANG_FUSED_MOE"),
         ),
         c.scenario_predicate(

@@ -14,7 +14,13 @@ Two routes reach a fused kernel in vLLM 0.33:
 from __future__ import annotations
 
 from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
-from moe_oracle.engine_gates.model_classes import calls_mega, plugin_serves, plugin_why_not, why_no_mega
+from moe_oracle.engine_gates.model_classes import (
+    calls_mega,
+    plugin_serves,
+    plugin_why_not,
+    sglang_plugin_serves,
+    why_no_mega,
+)
 from moe_oracle.engine_gates.sources import VLLM_SRC
 from moe_oracle.model.types import MoELayerGroup, Scoring, WeightFormat
 from moe_oracle.rules import Check, ReasonCode, Scenario
@@ -233,6 +239,14 @@ _MOE_ORACLE = EngineSupport(
                 )
             ),
             remediation="Leave --moe-backend unset (vLLM's own MoE serves it), or plan it with --engine sglang.",
+            fix=lambda sc: (
+                "Leave --moe-backend unset (vLLM's own MoE serves it)"
+                + (
+                    ", or plan it with --engine sglang (moe-oracle's plug-in serves this model class there)."
+                    if sglang_plugin_serves(sc.architecture or sc.model_type)
+                    else "."
+                )
+            ),
             sources=(
                 _OOT,
                 "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models"

@@ -492,17 +492,20 @@ def scenario_predicate(
     sources: Sources,
     unknown: Callable[[Scenario], bool] | None = None,
     scope: Scope = Scope.DEPLOYMENT,
+    fix: Callable[[Scenario], str] | None = None,
 ) -> Check:
     """A rule on the whole scenario; ``unknown`` marks it undecidable from declarations.
 
     ``scope=Scope.LAYER`` declares that ``ok`` and ``message`` read only what a
-    :class:`~moe_oracle.rules.scenario.LayerScenario` has (group, ep, tokens_per_rank).
+    :class:`~moe_oracle.rules.scenario.LayerScenario` has (group, ep, tokens_per_rank). ``fix``: the remediation
+    for this scenario (``remediation`` is the declared, general one), for a fix that names an alternative only
+    where that alternative holds.
     """
 
     def test(sc: Scenario) -> Finding | None:
         if unknown is not None and unknown(sc):
-            return Finding(message(sc), status=Status.UNKNOWN)
-        return None if ok(sc) else Finding(message(sc))
+            return Finding(message(sc), status=Status.UNKNOWN, remediation=None if fix is None else fix(sc))
+        return None if ok(sc) else Finding(message(sc), remediation=None if fix is None else fix(sc))
 
     return Check(code, rule, remediation, test, sources, scope)
 

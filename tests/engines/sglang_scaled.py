@@ -38,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
+#: the GPU generation both roles resolve SGLang's server args for (SGLang's own platform override): sm90, sm100
+TARGET_ENV = "MOE_ORACLE_TEST_SGLANG_TARGET"
 FIXTURES = ROOT / "tests" / "fixtures" / "models"
 
 #: what every scaled model keeps within the SM90 kernels' contract (H % 512, I % 256; backends/cuda_sm90)
@@ -83,7 +85,40 @@ def deepseek_v4_config() -> dict[str, Any]:
     return cfg
 
 
-CONFIGS = {"qwen3": qwen3_config, "kimi_k2": kimi_k2_config, "deepseek_v4": deepseek_v4_config}
+def qwen3_bf16_config() -> dict[str, Any]:
+    """Qwen3-30B-A3B (BF16 experts, softmax top-8 renormalized), 32 experts."""
+    cfg = json.loads((FIXTURES / "Qwen--Qwen3-30B-A3B" / "config.json").read_text())
+    cfg.update(_SCALED, head_dim=128, num_experts=32, bos_token_id=0, eos_token_id=1)
+    return cfg
+
+
+def glm45_config() -> dict[str, Any]:
+    """GLM-4.5-Air (``Glm4MoeForCausalLM``: sigmoid + correction bias, top-8 renormalized, one shared expert, routed
+    scaling 1.0; BF16), 32 experts, first layer dense, no MTP layer."""
+    cfg = json.loads((FIXTURES / "reconstructed--GLM-4.5-Air" / "config.json").read_text())
+    cfg.update(_SCALED, head_dim=128, n_routed_experts=32, first_k_dense_replace=1, num_nextn_predict_layers=0,
+               bos_token_id=0, eos_token_id=1, pad_token_id=0)  # fmt: skip
+    return cfg
+
+
+def deepseek_v3_bf16_config() -> dict[str, Any]:
+    """A BF16 ``DeepseekV3ForCausalLM`` block (Kimi-K2-Instruct's routing: sigmoid + correction bias, top-8
+    renormalized, routed scaling 2.827, one shared expert), without a quantization config, as Moonlight-16B-A3B
+    ships: SGLang's SM100 resolution finds no FP8 weights in the checkpoint, keeps BF16 and picks
+    ``flashinfer_trtllm`` (``arg_groups/overrides.py:786-831``)."""
+    cfg = kimi_k2_config()
+    cfg.pop("quantization_config")
+    return cfg
+
+
+CONFIGS = {
+    "qwen3": qwen3_config,
+    "kimi_k2": kimi_k2_config,
+    "deepseek_v4": deepseek_v4_config,
+    "qwen3_bf16": qwen3_bf16_config,
+    "glm45": glm45_config,
+    "deepseek_v3_bf16": deepseek_v3_bf16_config,
+}
 
 
 def write_model(directory: Path, family: str) -> str:
@@ -106,7 +141,7 @@ def launch(model: str, flags: list[str]) -> dict[str, Any]:
 
     from tests.engines.test_real_sglang import FACTS
 
-    with override_platform(**FACTS["sm90"]):
+    with override_platform(**FACTS[os.environ.get(TARGET_ENV, "sm90")]):
         server_args = prepare_server_args(["--model-path", model, "--device", "cuda", *flags])
         with contextlib.suppress(RuntimeError):  # its CUDA probes; check_server_args runs on the record anyway
             server_args.resolve_once()
@@ -128,17 +163,37 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _scheduler(model: str) -> Any:
-    """SGLang's scheduler start-up, as far as the model: plug-ins, the published server args, the process groups."""
+def _scheduler(model: str, flags: list[str] = ()) -> Any:
+    """SGLang's scheduler start-up, as far as the model: plug-ins, the published server args, the process groups.
+
+    With ``MOE_ORACLE_TEST_SGLANG_TARGET`` set (``sm100``), the server args are resolved and published for that GPU
+    under SGLang's own platform override (``runtime_context.override_platform``) and the MoE flags seeded from them
+    as the scheduler does (``initialize_moe_config``, ``managers/scheduler.py:1008``): SGLang's own model overrides
+    choose the MoE runner (on SM100, ``flashinfer_trtllm`` for Qwen3-MoE, GLM-4.x and the DeepSeek family). The
+    layers are then built and run on this CPU, outside the override."""
     from sglang.srt.plugins import load_plugins
 
     load_plugins()
     from sglang.srt.distributed.bootstrap import init_parallel_runtime
-    from sglang.srt.runtime_context import SpawnRanks, publish
+    from sglang.srt.runtime_context import SpawnRanks, override_platform, publish
     from sglang.srt.server_args import prepare_server_args
 
-    server_args = prepare_server_args(["--model-path", model, "--device", "cpu", "--skip-tokenizer-init"])
-    publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
+    target = os.environ.get(TARGET_ENV)
+    args = ["--model-path", model, "--device", "cuda" if target else "cpu", "--skip-tokenizer-init", *flags]
+    if target:
+        from sglang.srt.layers.moe import initialize_moe_config
+
+        from tests.engines.test_real_sglang import FACTS
+
+        with override_platform(**FACTS[target]):
+            server_args = prepare_server_args(args)
+            with contextlib.suppress(RuntimeError):  # its CUDA probes; the resolution is recorded anyway
+                server_args.resolve_once()
+            publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
+        initialize_moe_config()
+    else:
+        server_args = prepare_server_args(args)
+        publish(server_args, role="scheduler", ranks=SpawnRanks(world_rank=0, gpu_id=0))
     init_parallel_runtime(server_args=server_args, device="cpu", dist_port=_free_port())
     return server_args
 
@@ -157,10 +212,14 @@ def _blocks(server_args: Any, family: str, layers: list[int]) -> tuple[Any, dict
     with set_default_torch_dtype(torch.bfloat16), torch.device("cpu"):
         for i in layers:
             prefix = f"model.layers.{i}.mlp"
-            if family == "qwen3":
+            if family.startswith("qwen3"):
                 from sglang.srt.models.qwen3_moe import Qwen3MoeSparseMoeBlock
 
                 blocks[i] = Qwen3MoeSparseMoeBlock(layer_id=i, config=hf, quant_config=quant_config, prefix=prefix)
+            elif family == "glm45":
+                from sglang.srt.models.glm4_moe import Glm4MoeSparseMoeBlock
+
+                blocks[i] = Glm4MoeSparseMoeBlock(config=hf, layer_id=i, quant_config=quant_config, prefix=prefix)
             else:
                 from sglang.srt.models.deepseek_v2 import DeepseekV2MoE
 
@@ -183,15 +242,19 @@ def _checkpoint(group: Any, seed: int) -> tuple[Any, dict[tuple[int, str], Any]]
     experts = quantize_experts(*random_masters(group, torch.Generator().manual_seed(seed)), group.weight_quant)
     # as SGLang's quant method stores them (MXFP4: int8 values, float32 power-of-two scales)
     p = engine_parameters("sglang", experts, group)
-    w13, w2, s13, s2 = p["w13_weight"], p["w2_weight"], p["w13_weight_scale_inv"], p["w2_weight_scale_inv"]
-    i, si = group.moe_intermediate_size, s13.shape[1] // 2
+    w13, w2 = p["w13_weight"], p["w2_weight"]
+    i = group.moe_intermediate_size
     tensors = {}
     for e in range(group.num_experts):
         tensors[e, "gate_proj.weight"], tensors[e, "up_proj.weight"] = w13[e, :i], w13[e, i:]
         tensors[e, "down_proj.weight"] = w2[e]
-        tensors[e, "gate_proj.weight_scale_inv"] = s13[e, :si]
-        tensors[e, "up_proj.weight_scale_inv"] = s13[e, si:]
-        tensors[e, "down_proj.weight_scale_inv"] = s2[e]
+    if "w13_weight_scale_inv" in p:  # BF16 experts have none
+        s13, s2 = p["w13_weight_scale_inv"], p["w2_weight_scale_inv"]
+        si = s13.shape[1] // 2
+        for e in range(group.num_experts):
+            tensors[e, "gate_proj.weight_scale_inv"] = s13[e, :si]
+            tensors[e, "up_proj.weight_scale_inv"] = s13[e, si:]
+            tensors[e, "down_proj.weight_scale_inv"] = s2[e]
     return experts, tensors
 
 
@@ -244,6 +307,9 @@ def _describe(block: Any) -> dict[str, Any]:
         "fused_in_topk": bool(experts.should_fuse_routed_scaling_factor_in_topk),
         "runner_routed_scaling_factor": experts.moe_runner_config.routed_scaling_factor,
         "scale": getattr(experts, "_moe_oracle_scale", None),
+        "runner": str(getattr(experts.runner_backend, "value", experts.runner_backend)),
+        "topk_format": getattr(block.topk.topk_config.output_format, "name", None),
+        "w13_up_first": bool(experts._moe_oracle.w13_up_first) if experts._moe_oracle is not None else None,
     }
 
 
@@ -265,13 +331,22 @@ def serve(model: str, family: str, layers: list[int]) -> dict[str, Any]:
             raise SystemExit("no layer of this launch is served by moe-oracle")
         experts, tensors = _checkpoint(group, seed=3 + i)
         _load(block, tensors, group.num_experts)
-        loaded_as_checkpoint = torch.equal(block.experts.w13_weight.view(torch.uint8), experts.w13.view(torch.uint8))
+        loaded = block.experts.w13_weight.view(torch.uint8)
+        loaded_as_checkpoint = torch.equal(loaded, experts.w13.view(torch.uint8))
+        inter = loaded.shape[1] // 2
+        loaded_up_first = torch.equal(loaded, torch.cat([experts.w13[:, inter:], experts.w13[:, :inter]], 1).view(
+            torch.uint8
+        ))  # fmt: skip
         _init_rest(block, seed=1 + i)
         _post_load(block)
-        row = {**_describe(block), "loaded_as_checkpoint": loaded_as_checkpoint}
+        row = {**_describe(block), "loaded_as_checkpoint": loaded_as_checkpoint, "loaded_up_first": loaded_up_first}
         if i in served:
-            # DeepSeek V4's shared experts clamp their SwiGLU with a CUDA JIT kernel (silu_and_mul_clamp.py:48)
-            whole = family != "deepseek_v4"
+            # DeepSeek V4's shared experts clamp their SwiGLU with a CUDA JIT kernel (silu_and_mul_clamp.py:48); a
+            # block whose TopK folds the routed scaling factor in (the TRT-LLM runners) scales again after the experts
+            # on a CPU (deepseek_v2.py:1415-1421, a CUDA build does not): there the layer's call is checked
+            rsf = group.routing.routed_scaling_factor or 1.0
+            folded = bool(block.experts.should_fuse_routed_scaling_factor_in_topk) and rsf != 1.0
+            whole = family != "deepseek_v4" and not folded
             row.update(_forward(block, group, experts, calc_diff, reference_moe, route, whole))
             row["tolerance"] = recipe_tolerance(*_recipe(block))
         out["layers"][str(i)] = row
@@ -313,6 +388,14 @@ def _forward(
 
         folded = replace(block.topk.topk_config, apply_routed_scaling_factor_on_output=True)
         folded_topk = select_experts(x, logits, folded)
+        # what SGLang's CUDA TopK hands the experts for the resolved runner (forward_cuda: a BypassedTopKOutput under
+        # the TRT-LLM runners, topk.py:793-807, 927-936; it runs no kernel there): the layer materializes it with
+        # to_standard(), here SGLang's torch-native selection (the config is marked native by the CPU forward above)
+        cuda_topk = block.topk.forward_cuda(x, logits)
+        try:
+            y_cuda, cuda_error = block.experts(x.clone(), cuda_topk), None
+        except Exception as exc:  # reported (a layer that cannot take the format), not a crash of the role
+            y_cuda, cuda_error = None, f"{type(exc).__name__}: {exc}"
     bias = getattr(block.gate, "e_score_correction_bias", None)
     ids, weights = topk.topk_ids.long(), topk.topk_weights
     own_ids, own_weights = route(group, logits.float(), bias=None if bias is None else bias.data)
@@ -329,6 +412,12 @@ def _forward(
         "tokens_routed_differently": int((ids.sort(-1).values != own_ids.sort(-1).values).any(-1).sum()),
         "logits_dtype": str(logits.dtype),
         "calc_diff": calc_diff(routed, ref),
+        "cuda_topk_output": type(cuda_topk).__name__,
+        # the experts' output; the whole block multiplies it by the factor on a CPU (``scale`` above)
+        "calc_diff_cuda_topk": None
+        if y_cuda is None
+        else calc_diff(y_cuda.float() * (rsf if whole_block else 1.0), ref),
+        "cuda_topk_error": cuda_error,
         "calc_diff_moe_oracle_routing": calc_diff(routed, own_ref),
         "shape": list(y.shape),
         "dtype": str(y.dtype),

@@ -149,6 +149,56 @@ def test_deepseek_v4_mxfp4_layer_served_and_the_hash_layer_left_to_sglang(models
     assert own["loaded_as_checkpoint"] and own["expert_params"] == 32 * 3 * 512 * 256 // 2  # packed FP4
 
 
+#: a B200 launch as SGLang resolves it: its own platform override in both roles (tests/engines/sglang_scaled.py)
+B200 = {"MOE_ORACLE_SGLANG_DEVICE": "b200", "MOE_ORACLE_TEST_SGLANG_TARGET": "sm100"}
+
+
+@pytest.fixture(scope="module")
+def b200_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("sglang-b200-models")
+    return {family: write_model(root / family, family) for family in ("qwen3_bf16", "glm45", "deepseek_v3_bf16")}
+
+
+@pytest.mark.parametrize(
+    ("family", "block", "layer"),
+    [
+        ("qwen3_bf16", "Qwen3MoeSparseMoeBlock", "0"),
+        ("glm45", "Glm4MoeSparseMoeBlock", "1"),
+        ("deepseek_v3_bf16", "DeepseekV2MoE", "1"),
+    ],
+)
+def test_b200_resolution_flashinfer_trtllm_blocks_match_the_fp32_reference(
+    b200_models: dict[str, str], family: str, block: str, layer: str
+) -> None:
+    """D1 (issue #29): on SM100 SGLang's own model overrides turn ``--moe-runner-backend auto`` into
+    ``flashinfer_trtllm`` for Qwen3-MoE, GLM-4.x and the DeepSeek family (``model_overrides/qwen3_moe.py``,
+    ``glm4_moe.py``, ``arg_groups/overrides.py``); its loader then fills w13 as ``[up; gate]``
+    (``fused_moe_triton/layer.py:1375-1380``) and its CUDA ``TopK`` returns a ``BypassedTopKOutput``. The plug-in layer
+    reads the order SGLang really loaded and materializes the bypassed top-k with ``to_standard()``: the block matches
+    the FP32 reference within the BF16 recipe's tolerance (before: calc_diff 0.17, and ``AttributeError`` on the
+    bypassed top-k). Both roles resolve SGLang's server args for SM100 with SGLang's ``override_platform``."""
+    model = b200_models[family]
+    plan = _run(["launch", model], {**B200, "MOE_ORACLE_SGLANG_BACKEND": "emulation:sm100_bf16"})
+    assert "refused" not in plan, plan
+    out = _run(["serve", model, family, layer], {**B200, "MOE_ORACLE_SGLANG_PLAN": plan["plan"]})
+    row = out["layers"][layer]
+    assert row["block"] == block and row["served"]
+    assert row["runner"] == "flashinfer_trtllm" and row["topk_format"] == "BYPASSED"
+    assert row["loaded_up_first"] and not row["loaded_as_checkpoint"]  # SGLang's loader: [up; gate]
+    assert row["w13_up_first"]  # ... and the layer read it so
+    assert row["expert_params"] == 0 and row["quant_method_name"][1] == "UnquantizedFusedMoEMethod"
+    assert row["tolerance"] == 2e-5
+    assert row["calc_diff"] < row["tolerance"], row
+    # SGLang's CUDA TopK output for this runner, materialized by the layer with to_standard()
+    assert row["cuda_topk_output"] == "BypassedTopKOutput" and row["cuda_topk_error"] is None
+    assert row["calc_diff_cuda_topk"] < row["tolerance"], row
+    if family == "deepseek_v3_bf16":  # the TRT-LLM runners fold the routed scaling factor into the top-k weights
+        assert row["fused_in_topk"] and not row["whole_block"] and row["scale"] == 1.0
+        assert row["weights_sum"] == [pytest.approx(2.827, rel=1e-3)] * 9
+    else:
+        assert row["whole_block"]
+
+
 def test_each_ep_rank_dispatches_its_slice_once() -> None:
     from moe_oracle.engines.sglang.layer import token_slice
 

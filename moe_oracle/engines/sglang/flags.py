@@ -76,7 +76,7 @@ DECISION_INPUTS: dict[str, str] = {
 DECISION_INPUT_PREFIXES: dict[str, str] = {"--speculative-": "--speculative mtp|none"}
 
 #: ``--moe-runner-backend`` values moe-oracle sets (``arg_groups/choices.py:136-159``).
-MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin", "flashinfer_megamoe")
+MOE_RUNNER_BACKENDS: tuple[str, ...] = ("marlin", "flashinfer_megamoe", "triton")
 
 MOE_A2A_BACKENDS: tuple[str, ...] = ("megamoe", "flashinfer_megamoe")
 

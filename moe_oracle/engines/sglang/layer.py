@@ -11,8 +11,14 @@ gives a layer group to moe-oracle. For every layer:
   (the shared symmetric buffer is allocated now, before SGLang sizes its KV cache) and gives its quant
   method a per-instance subclass whose ``process_weights_after_loading`` hands the loaded parameters to the
   bridge and frees SGLang's copies;
-* forward: SGLang's router has produced the top-k ids and weights (``StandardTopKOutput``); the bridge runs
-  the fused layer on them; SGLang's MoE block adds its shared experts as it does for its own runner.
+* what SGLang resolved, checked at construction before any weight loads (:func:`read_resolved`,
+  :mod:`moe_oracle.engines.sglang.runner`): the layer's MoE runner, its quant method and the order SGLang's
+  loader fills w13 in (``[up; gate]`` under the FlashInfer TRT-LLM runners, which SGLang's SM100 model overrides
+  pick for GLM-4.x, Qwen3-MoE and the DeepSeek family): the bridge reads that order; a layout it cannot read
+  (transposed, padded expert width) is refused in one line naming ``--moe-runner-backend triton``;
+* forward: SGLang's router has produced the top-k ids and weights (``StandardTopKOutput``; a
+  ``BypassedTopKOutput`` is materialized with its own ``to_standard()``); the bridge runs the fused layer on
+  them; SGLang's MoE block adds its shared experts as it does for its own runner.
 
 The output is what SGLang's own ``FusedMoE`` returns to its block (0.5.23 source, checked on the CPU by
 ``tests/engines/test_real_sglang_layer.py``):
@@ -52,6 +58,7 @@ from sglang.srt.layers.moe.fused_moe_triton.layer import FusedMoE
 from sglang.srt.utils import is_cuda
 
 from moe_oracle.engines.bridge import ENGINE_PARAMS, LayerPlan, MegaMoEBridge, check_parameters
+from moe_oracle.engines.sglang.runner import RUNNER_FLAG, ResolvedLayer
 
 logger = logging.getLogger("sglang.plugins.moe_oracle")
 #: SGLang's blocks leave the routed scaling factor to the experts' runner on CUDA (see the module docstring)
@@ -88,6 +95,10 @@ class MoEOracleFusedMoE(FusedMoE):
                 f"{self.num_fused_shared_experts}, MoE TP {self.moe_tp_size}); moe-oracle's layer needs {local} whole "
                 "routed experts per rank. Fix: --disable-shared-experts-fusion and --ep-size equal to --tp-size"
             )
+        resolved = read_resolved(self)
+        why = resolved.refusal(plan.group.moe_intermediate_size)
+        if why is not None:
+            raise ValueError(f"{where}: {why}")
         check_parameters(dict(self.named_parameters(recurse=False)), plan.group, local, engine="sglang")
         ep_group = None
         if ep_size > 1:
@@ -102,14 +113,23 @@ class MoEOracleFusedMoE(FusedMoE):
         self._moe_oracle = MegaMoEBridge.for_plan(
             plan, ep_rank=ep_rank, ep_size=ep_size, ep_group=ep_group, device=device, engine="sglang"
         )
-        self._moe_oracle.w13_up_first = bool(getattr(self.quant_method, "load_up_proj_weight_first", False))
+        # the order SGLang's loader really fills w13 in: [up; gate] under the FlashInfer TRT-LLM runners
+        self._moe_oracle.w13_up_first = resolved.w13_up_first
+        # the fused layer returns the finished output: never the TRT-LLM runner's deferred-finalize triple
+        self.supports_deferred_finalize = False
         fused = bool(self.should_fuse_routed_scaling_factor_in_topk)
         self._moe_oracle_scale = routed_output_scale(self.moe_runner_config.routed_scaling_factor, fused, RUNNER_SCALES)
         _adopt_quant_method(self)
         level = logging.DEBUG if _ANNOUNCED else logging.INFO  # once per process at INFO, each layer at DEBUG
         _ANNOUNCED.add(plan.variant)
         logger.log(
-            level, "%s: served by moe-oracle's %s (EP %d/%d)", where, self._moe_oracle.layer.key, ep_rank, ep_size
+            level,
+            "%s: served by moe-oracle's %s (EP %d/%d); %s",
+            where,
+            self._moe_oracle.layer.key,
+            ep_rank,
+            ep_size,
+            resolved.line(),
         )
 
     def _moe_oracle_load(self) -> None:
@@ -124,7 +144,7 @@ class MoEOracleFusedMoE(FusedMoE):
     def forward(self, hidden_states: torch.Tensor, topk_output: Any, *args: Any, **kwargs: Any) -> torch.Tensor:
         if self._moe_oracle is None:
             return super().forward(hidden_states, topk_output, *args, **kwargs)
-        weights, ids = topk_output.topk_weights, topk_output.topk_ids
+        weights, ids = standard_topk(topk_output, int(self.layer_id))
         if not self._moe_oracle_slices:
             out = self._moe_oracle.forward(hidden_states, weights, ids)
         else:
@@ -136,6 +156,47 @@ class MoEOracleFusedMoE(FusedMoE):
             out = torch.zeros_like(hidden_states)
             out[lo:hi] = self._moe_oracle.forward(hidden_states[lo:hi], weights[lo:hi], ids[lo:hi], tokens_across_dp=t)
         return out if self._moe_oracle_scale == 1.0 else out.mul_(self._moe_oracle_scale)
+
+
+def standard_topk(topk_output: Any, layer_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(topk_weights, topk_ids)`` of SGLang's top-k output. A ``BypassedTopKOutput`` (what ``TopK`` returns where
+    the resolved runner routes in its own kernel, ``layers/moe/topk.py:793-807, 927-936``) is materialized by its own
+    ``to_standard()`` (``topk.py:424-434``: SGLang's ``select_experts`` on the same logits and config); any other
+    format moe-oracle's layer cannot take is refused in one line naming the flag that gives the standard one."""
+    fmt = getattr(getattr(topk_output, "format", None), "name", None)
+    if fmt == "BYPASSED":
+        topk_output = topk_output.to_standard(layer_id)
+    elif fmt not in (None, "STANDARD"):
+        raise ValueError(
+            f"moe-oracle: layer {layer_id}: SGLang's TopK returned the {fmt} format, which moe-oracle's layer does "
+            f"not read. Fix: {RUNNER_FLAG}"
+        )
+    return topk_output.topk_weights, topk_output.topk_ids
+
+
+def read_resolved(layer: FusedMoE) -> ResolvedLayer:
+    """What SGLang resolved for ``layer`` (after its ``__init__``, before any weight loads), read from the
+    attributes SGLang's own loader reads (:mod:`moe_oracle.engines.sglang.runner` cites each)."""
+    from sglang.srt.layers.quantization.compressed_tensors.schemes import CompressedTensorsMxInt4MoE
+    from sglang.srt.layers.quantization.fp8 import Fp8MoEMethod
+    from sglang.srt.layers.quantization.unquant import UnquantizedFusedMoEMethod
+
+    layout = getattr(layer, "weight_load_method", None) or layer.quant_method  # layer.py:157-160
+    method = layer.scheme if getattr(layer, "scheme", None) is not None else layout  # layer.py:1332-1336
+    if type(method).__name__ == "KTEPWrapperMethod":
+        method = method.gpu_method
+    trtllm = bool(getattr(layer, "use_flashinfer_trtllm_moe", False))
+    runner = getattr(layer, "runner_backend", None)
+    return ResolvedLayer(
+        runner=str(getattr(runner, "value", runner)) if runner is not None else "none",
+        quant_method=type(layer.quant_method).__name__,
+        up_proj_first=bool(getattr(layout, "load_up_proj_weight_first", False)),
+        loader_swaps_w13=trtllm
+        and isinstance(method, (Fp8MoEMethod, UnquantizedFusedMoEMethod, CompressedTensorsMxInt4MoE)),
+        transposed=bool(getattr(layer, "use_triton_kernels", False)),
+        intermediate=int(layer.intermediate_size_per_partition),
+        deferred_finalize=bool(getattr(layer, "supports_deferred_finalize", False)),
+    )
 
 
 def token_slice(tokens: int, ep_size: int, ep_rank: int) -> tuple[int, int]:

@@ -20,6 +20,7 @@ from moe_oracle.engine_gates.sglang import PROFILE
 from moe_oracle.engines.routes import GroupRoute, backend_pins, group_routes
 from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
+from moe_oracle.engines.sglang.runner import RUNNER_FLAG, runner_pin
 from moe_oracle.errors import BadInputError
 from moe_oracle.launch.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.launch.derived import Derived, Shape
@@ -329,6 +330,29 @@ def _unfused_shared(ctx: PlanContext, runtime: list[GroupRoute], notes: list[str
     return ["--disable-shared-experts-fusion"]
 
 
+def _runner_pin(ctx: PlanContext, runtime: list[GroupRoute], notes: list[str]) -> list[str]:
+    """``--moe-runner-backend triton`` where SGLang would resolve another runner for a launch moe-oracle's plug-in
+    serves: its SM100 model overrides turn ``auto`` into ``flashinfer_trtllm`` for GLM-4.x, Qwen3-MoE and the
+    DeepSeek family, whose loader then fills w13 as ``[up; gate]`` and pads the expert width
+    (``engines/sglang/runner.py``). Pinned, SGLang loads the checkpoint's layout and its own layers run Triton."""
+    if not runtime:
+        return []
+    formats = tuple(g.group.weight_format for g in ctx.decision.groups)
+    override = runner_pin(ctx.deployment.device.arch.value, ctx.description.architecture, formats)
+    if override is None:
+        return []
+    notes.append(
+        f"{RUNNER_FLAG}: on {ctx.deployment.device.arch.value} SGLang's model override for "
+        f"{ctx.description.architecture} turns --moe-runner-backend auto into {override.runner} ({override.source}), "
+        "under which SGLang's loader fills w13 as [up; gate] and pads the expert width to 128 "
+        "(layers/moe/fused_moe_triton/layer.py:513-521, 1375-1380) and TopK may hand over unrouted logits "
+        "(layers/moe/topk.py:793-807). Pinned to Triton, SGLang loads the checkpoint's layout and routes as usual; "
+        "its layers left to SGLang run its Triton MoE. moe-oracle's plug-in reads what SGLang resolved before any "
+        "weight loads and refuses a layout it cannot read."
+    )
+    return RUNNER_FLAG.split()
+
+
 def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
     """``--moe-runner-backend marlin`` where NVFP4 experts run on a pre-Blackwell GPU: SGLang's NVFP4 MoE method
     raises there unless the runner is ``auto`` or ``marlin`` (``layers/quantization/modelopt_quant.py:2377-2386``),
@@ -372,6 +396,7 @@ def build(ctx: PlanContext) -> EngineParts:
     if runtime:
         derived += _plugin(ctx, runtime, env, notes)
         argv += _unfused_shared(ctx, runtime, notes)
+        argv += _runner_pin(ctx, runtime, notes)
     elif ctx.backend is not None:
         argv += F.a2a_argv(ctx.backend)
         if ctx.backend == "deep_gemm_mega_moe":
