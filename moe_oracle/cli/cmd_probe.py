@@ -11,8 +11,19 @@ from moe_oracle.cli.command import command
 
 @command("probe")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def probe(as_json: bool) -> None:
+@click.option(
+    "--engine",
+    type=click.Choice(["vllm", "sglang"]),
+    default=None,
+    help="Check instead that this environment's ENGINE would load moe-oracle's plug-in (its entry point, the "
+    "engine's allow-list and version, moe-oracle's switch); run it with the Python the engine runs in. Exit 2 when "
+    "it would not.",
+)
+def probe(as_json: bool, engine: str | None) -> None:
     """Report what this machine offers the oracle. Never launches a kernel."""
+    if engine is not None:
+        _probe_plugin(engine, as_json)
+        return
     from moe_oracle.cli.progress import progress
     from moe_oracle.probe_report import probe_machine
 
@@ -88,3 +99,17 @@ def probe(as_json: bool) -> None:
         "The 'installed' software profile is what `moe-oracle select MODEL --device local` uses by default; "
         "`--json` prints it in full."
     )
+
+
+def _probe_plugin(engine: str, as_json: bool) -> None:
+    """``probe --engine``: one line (or JSON); exit 2 (bad input: the environment) when the engine would not load it."""
+    import os
+
+    from moe_oracle.engines.plugin_probe import probe_plugin
+    from moe_oracle.errors import ExitCode
+    from moe_oracle.rules import Engine
+
+    found = probe_plugin(Engine(engine), os.environ)
+    click.echo(json.dumps(found.to_json(), indent=2) if as_json else found.line())
+    if not found.loads:
+        raise SystemExit(int(ExitCode.BAD_INPUT))

@@ -11,8 +11,8 @@ import pytest
 
 from moe_oracle.engines.sglang.runner import RUNNER_FLAG, ResolvedLayer, runner_pin, sm100_override
 from moe_oracle.inputs import DeploymentFlags
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.model.types import WeightFormat
-from moe_oracle.plan.build import PlanRequest, build_plan
 from moe_oracle.rules import Engine
 
 QWEN3 = "tests/fixtures/models/Qwen--Qwen3-30B-A3B"

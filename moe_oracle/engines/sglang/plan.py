@@ -17,6 +17,7 @@ import json
 from dataclasses import replace
 
 from moe_oracle.engine_gates.sglang import PROFILE
+from moe_oracle.engines.plugin_probe import probe_note
 from moe_oracle.engines.routes import GroupRoute, backend_pins, group_routes
 from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
@@ -35,6 +36,7 @@ from moe_oracle.launch.resources import (
 )
 from moe_oracle.launch.speculative import speculative_argv, speculative_notes
 from moe_oracle.model.types import MoELayerGroup, WeightFormat
+from moe_oracle.rules import Engine
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineConversion
 from moe_oracle.spec.deployment import Deployment
 
@@ -278,6 +280,7 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
         "method loads the checkpoint, and the experts move into the kernel layout after loading. No "
         "--moe-a2a-backend: SGLang's router and shared experts stay as they are."
     )
+    notes.append(probe_note(Engine.SGLANG))
     if others:
         notes.append(f"SGLang's own MoE serves layer group(s) {', '.join(others)} (pinned 'sglang').")
     notes.extend(_mixed_note(ctx, runtime))

@@ -286,6 +286,33 @@ def register() -> None:
 
         HookRegistry.register(FUSED_MOE, MoEOracleFusedMoE, HookType.REPLACE)
         HookRegistry.register(LOAD_MODEL, _announce(plan), HookType.BEFORE)
+    logger.info("%s", start_text(plan, os.environ))
+
+
+def start_text(plan: Mapping[str, Any] | None, env: Mapping[str, str]) -> str:
+    """The plug-in's INFO line at start (:func:`moe_oracle.engines.plugin_probe.start_line`): in a process with an
+    inherited plan, the layer groups it serves; in the launching process, the request it will decide."""
+    from importlib import metadata
+
+    from moe_oracle.engines.plugin_probe import start_line
+    from moe_oracle.rules import Engine
+
+    if serves_any(plan):
+        assert plan is not None
+        serves = received_line(plan).split(": ", 1)[1]
+    elif plan is not None:
+        serves = f"plan {plan['fingerprint']} gives moe-oracle no layer group; SGLang's own MoE builds every layer"
+    else:
+        request = env.get("MOE_ORACLE_SGLANG_BACKEND") or "auto"
+        serves = (
+            f"decides MOE_ORACLE_SGLANG_BACKEND={request} at check_server_args (before any weight loads) and ships "
+            f"the plan to the scheduler processes ({ENV_PLAN})"
+        )
+    try:
+        version = metadata.version("sglang")
+    except metadata.PackageNotFoundError:
+        version = "(version unknown)"
+    return start_line(Engine.SGLANG, version, serves)
 
 
 def received_line(plan: Mapping[str, Any]) -> str:

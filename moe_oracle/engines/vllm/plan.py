@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 
+from moe_oracle.engines.plugin_probe import probe_note
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.errors import BadInputError
 from moe_oracle.launch.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
@@ -28,6 +29,7 @@ from moe_oracle.launch.resources import (
     derive_mori_heap,
 )
 from moe_oracle.launch.speculative import speculative_argv, speculative_notes
+from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
 
 TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"
@@ -107,6 +109,7 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
         "--additional-config pins each layer group's variant ('vllm': vLLM's own MoE for that group); the plug-in "
         "validates every pin before any weight loads, and --moe-backend auto would choose the same."
     )
+    notes.append(probe_note(Engine.VLLM))
     if others:
         notes.append(f"vLLM's own MoE serves layer group(s) {', '.join(others)} (no fused backend fits them).")
     sm90 = ctx.deployment.device.arch.value == "sm90"

@@ -639,11 +639,24 @@ def register() -> None:
         return
     install_excepthook()
     table = cfgmod.MODELS_CONFIG_MAP
-    for arch in hooked_architectures():
+    hooked = hooked_architectures()
+    for arch in hooked:
         base = table.get(arch, cfgmod.VerifyAndUpdateConfig)
         if getattr(base, "_moe_oracle_wrapped", False):
             continue
         table[arch] = wrap_entry(base, arch)
+    from moe_oracle.engines.plugin_probe import start_line
+    from moe_oracle.rules import Engine
+
+    logger.info(
+        "%s",
+        start_line(
+            Engine.VLLM,
+            version,
+            f"replaces RoutedExperts out of tree for the layer groups a plan gives it (--additional-config moe_oracle, "
+            f"{ENV_BACKEND}); config hook on {len(hooked)} architectures",
+        ),
+    )
 
 
 def hooked_architectures() -> list[str]:
