@@ -1,6 +1,6 @@
 """The DeepGEMM symmetric-buffer quantities a launch plan prints (token cap, pool, ring, bytes).
 
-Each function returns :class:`~moe_oracle.launch.derived.Derived` values carrying the number, its
+Each function returns :class:`~moe_oracle.fit.derived.Derived` values carrying the number, its
 inputs, the formula as text and the source it was ported from (the layouts themselves are in
 ``_deep_gemm_layout``). Declared as the DeepGEMM variants' ``sizing``; the core reaches it only
 through that declaration.
@@ -27,7 +27,7 @@ from moe_oracle_backends._deep_gemm_layout import (
 from moe_oracle_backends._sgl_deep_gemm_buffer import derive_sglang_deepgemm
 from moe_oracle_backends._sgl_deep_gemm_layout import SGL_0232
 
-from moe_oracle.launch.derived import Derived, Shape, align
+from moe_oracle.fit.derived import Derived, Shape, align
 
 
 def derive_deepgemm(

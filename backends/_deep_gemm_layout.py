@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from moe_oracle.launch.derived import Derived, Shape, align, ceil_div
+from moe_oracle.fit.derived import Derived, Shape, align, ceil_div
 
 DG_PR323_COMMIT = "8ddf7f96cb3300011f69458e88c7651a1e305a8c"
 DG_PR323 = f"deepseek-ai/DeepGEMM@{DG_PR323_COMMIT[:8]} (refs/pull/323/head)"

@@ -27,7 +27,7 @@ from moe_oracle_backends._sgl_deep_gemm_layout import (
     sm100_buffer_terms_0232,
 )
 
-from moe_oracle.launch.derived import Derived, Shape, align
+from moe_oracle.fit.derived import Derived, Shape, align
 
 BUILD = "sgl-deep-gemm 0.2.3.post2"
 UNVERIFIED_RING = (

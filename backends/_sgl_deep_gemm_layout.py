@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from moe_oracle_backends._deep_gemm_layout import DeepGemmLineage, pool_tokens, sf_ring_tokens
 
-from moe_oracle.launch.derived import align, ceil_div
+from moe_oracle.fit.derived import align, ceil_div
 
 SGL_0232_WHEEL = "sgl-deep-gemm 0.2.3.post2 wheel (pinned by sglang 0.5.23)"
 SGL_0232 = DeepGemmLineage(

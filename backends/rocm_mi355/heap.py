@@ -16,7 +16,7 @@ from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 
-from moe_oracle.launch.derived import Derived, GiB, Shape, ceil_div
+from moe_oracle.fit.derived import Derived, GiB, Shape, ceil_div
 from moe_oracle.spec.units import format_size, next_power_of_two, parse_size
 
 #: InferenceX dsv4_agentic_mi355x_dep8_megamoe_gluon_eplb.sh

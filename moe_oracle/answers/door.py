@@ -13,7 +13,7 @@ fingerprint with :func:`~moe_oracle.decide.record.decision_fingerprint`, the one
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_oracle.answers.results import GroupVerdict, Rejected, Selection, Verdict
 from moe_oracle.decide.asked import AskedQuestion, ResolvedQuestion
@@ -22,6 +22,9 @@ from moe_oracle.decide.record import decision_to_json
 from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
 from moe_oracle.errors import DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.registry import Registry
+
+if TYPE_CHECKING:
+    from moe_oracle.decide.fit import Fit
 
 
 def answer(
@@ -103,23 +106,10 @@ def select_asked(
     serve run where EP crosses a domain. A deployment that does not fit raises :class:`DeploymentDoesNotFitError`
     with the selection attached (``.selection``); ``on_refusal`` sees a refused override before it propagates.
     ``resolved``: ``asked`` already resolved and its layout checked (:func:`check_engine_layout`)."""
-    from moe_oracle.launch.build import settled_decision
-
     if resolved is None:
         resolved = asked.resolve()
         check_engine_layout(asked.engine, resolved.deployment)
-
-    def decide_at(budget: int | None) -> Decision:
-        try:
-            return resolved.at_budget(budget).decide()
-        except OverrideRefusedError as exc:
-            if on_refusal is not None:
-                on_refusal(exc)
-            raise
-
-    decision, fit, settings_why = settled_decision(
-        decide_at, source or asked.model.model, asked.given_settings(), asked.options.env
-    )
+    decision, fit, settings_why = settle(resolved, source, on_refusal=on_refusal)
     selection = selection_of(decision, software_origin=resolved.software_origin, fit=fit)
     doc = selection._document
     if asked.layout_why:
@@ -134,16 +124,41 @@ def select_asked(
     return selection
 
 
+def settle(
+    resolved: ResolvedQuestion,
+    source: str | None = None,
+    *,
+    registry: Registry | None = None,
+    on_refusal: Callable[[OverrideRefusedError], None] | None = None,
+) -> tuple[Decision, Fit, str | None]:
+    """The decision of ``resolved`` and its memory fit (:mod:`moe_oracle.fit`): decided at the flags' per-rank
+    budget, fitted at the engine settings given, and decided again at the budget the settings that fit imply.
+    ``select`` and every matrix cell answer this way; ``plan`` fits the server it launches the same way."""
+    from moe_oracle.fit.settle import FitQuestion, settled_decision
+
+    def decide_at(budget: int | None) -> Decision:
+        try:
+            return resolved.at_budget(budget).decide(registry=registry)
+        except OverrideRefusedError as exc:
+            if on_refusal is not None:
+                on_refusal(exc)
+            raise
+
+    asked = resolved.asked
+    question = FitQuestion(decide_at(None), source or asked.model.model, asked.given_settings(), asked.options.env)
+    return settled_decision(decide_at, question)
+
+
 def check_engine_layout(engine: Any, deployment: Any) -> None:
     """The engine's own layout rules (exit 2 for a layout the engine cannot launch), for every command alike."""
-    from moe_oracle.launch.build import check_engine_layout as check
+    from moe_oracle.fit.engines import check_engine_layout as check
 
     check(engine, deployment)
 
 
 def does_not_fit(selection: Selection) -> DeploymentDoesNotFitError:
     """The refusal ``plan`` gives for the same deployment (same message, fix and exit code), carrying the selection."""
-    from moe_oracle.launch.model import Layout
+    from moe_oracle.fit.server import Layout
 
     decision, fit = selection.decision, selection.fit
     assert fit is not None
@@ -159,12 +174,12 @@ def does_not_fit(selection: Selection) -> DeploymentDoesNotFitError:
 
 def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] | None:
     """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
-    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.launch.build.replica_choice`),
+    ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.answers.replicas.replica_choice`),
     with that decision's fingerprint, so both commands name both answers."""
-    from moe_oracle.launch.build import replica_choice
-    from moe_oracle.launch.model import Layout
+    from moe_oracle.answers.replicas import replica_choice
+    from moe_oracle.fit.server import Layout
 
-    choice = replica_choice(resolved, decision)
+    choice = replica_choice(resolved.deployment, decision, resolved.decide)
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
         return None
     layout = Layout.of(choice.deployment)

@@ -14,8 +14,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from moe_oracle.fit.engines import RELEASE_PROFILE
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.launch.build import RELEASE_PROFILE, PlanRequest, build_plan
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.launch.render import render_markdown
 from moe_oracle.output import ensure_directory, write_text_file

@@ -1,5 +1,8 @@
 """The engine-neutral launch plan: what to run, where, with which environment, and why.
 
+(:class:`~moe_oracle.fit.server.Layout` and :class:`~moe_oracle.fit.server.Command`, one server's layout and
+process, live with the fit, which sizes a server without a launch plan; they are imported here for the plan.)
+
 A :class:`LaunchPlan` is built by :func:`moe_oracle.launch.build.build_plan` from one oracle
 decision (or two, when the requested expert-parallel group crosses an NVLink/XGMI domain and
 replicas are proposed). Engines fill in the commands (``moe_oracle.engines.<engine>.plan``);
@@ -12,9 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.errors import ExitCode, OracleError
-from moe_oracle.launch.derived import Derived
-from moe_oracle.shell import shell_assign, shell_quote
-from moe_oracle.spec.deployment import Deployment
+from moe_oracle.fit.derived import Derived
+from moe_oracle.fit.server import Command, Layout
 
 PLAN_SCHEMA = 1
 
@@ -23,123 +25,6 @@ class EngineLaunchError(OracleError):
     """The engine binary a plan names cannot be started."""
 
     exit_code = ExitCode.ENGINE_FAILED
-
-
-@dataclass(frozen=True)
-class Layout:
-    """One server's (or the requested) parallel layout, in the oracle's terms."""
-
-    tp: int
-    dp: int
-    ep: int
-    pp: int
-    nodes: int
-    gpus_per_node: int
-    domain_size: int
-    max_num_batched_tokens: int
-    all2all_backend: str | None
-    eplb: bool
-
-    @classmethod
-    def of(cls, dep: Deployment) -> Layout:
-        par, topo = dep.parallel, dep.topology
-        return cls(
-            tp=par.tp,
-            dp=par.dp,
-            ep=par.ep,
-            pp=par.pp,
-            nodes=topo.nodes,
-            gpus_per_node=topo.gpus_per_node,
-            domain_size=topo.domain_size,
-            max_num_batched_tokens=par.max_num_batched_tokens,
-            all2all_backend=par.all2all_backend,
-            eplb=par.eplb,
-        )
-
-    @property
-    def ranks(self) -> int:
-        return self.tp * self.dp * self.pp
-
-    def label(self) -> str:
-        parts = []
-        if self.tp > 1:
-            parts.append(f"TP{self.tp}")
-        parts.append(f"DP{self.dp}")
-        if self.ep > 1:
-            parts.append(f"EP{self.ep}")
-        if self.pp > 1:
-            parts.append(f"PP{self.pp}")
-        return "+".join(parts)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tp": self.tp,
-            "dp": self.dp,
-            "ep": self.ep,
-            "pp": self.pp,
-            "nodes": self.nodes,
-            "gpus_per_node": self.gpus_per_node,
-            "domain_size": self.domain_size,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-            "all2all_backend": self.all2all_backend,
-            "eplb": self.eplb,
-            "label": self.label(),
-        }
-
-
-@dataclass(frozen=True)
-class Command:
-    """One process to start: on which replica and node, with which argv and environment.
-
-    ``placeholder_words`` are the argv indexes holding a placeholder moe-oracle emitted (``${HEAD_NODE_IP}``,
-    listed in the plan's ``placeholders``): the only words whose ``${NAME}`` the printed command leaves
-    expandable and ``serve`` fills from the environment. Every other word is printed shell-quoted as is.
-    """
-
-    argv: tuple[str, ...]
-    env: tuple[tuple[str, str], ...]
-    replica: int = 0
-    node_rank: int = 0
-    where: str = "node 0"
-    placeholder_words: tuple[int, ...] = ()
-
-    @property
-    def env_dict(self) -> dict[str, str]:
-        return dict(self.env)
-
-    def _word(self, index: int) -> str:
-        return shell_quote(self.argv[index], placeholders=index in self.placeholder_words)
-
-    def shell(self, *, width: int = 100) -> str:
-        """A copy-pasteable shell command: ``KEY=VALUE ... argv`` with one flag per line, every word
-        shell-quoted (see :mod:`moe_oracle.shell`)."""
-        lines: list[str] = []
-        prefix = " ".join(shell_assign(k, v) for k, v in self.env)
-        index = 0
-        # keep "python3 -m sglang.launch_server" / "vllm serve MODEL" together on the first line
-        while index < len(self.argv) and not self.argv[index].startswith("--"):
-            index += 1
-        first = " ".join(self._word(i) for i in range(index))
-        if prefix:
-            first = f"{prefix} \\\n  {first}" if len(prefix) + len(first) > width else f"{prefix} {first}"
-        lines.append(first)
-        while index < len(self.argv):
-            start = index
-            index += 1
-            while index < len(self.argv) and not self.argv[index].startswith("--"):
-                index += 1
-            lines.append("    " + " ".join(self._word(i) for i in range(start, index)))
-        return " \\\n".join(lines)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "replica": self.replica,
-            "node_rank": self.node_rank,
-            "where": self.where,
-            "argv": list(self.argv),
-            "env": dict(self.env),
-            "shell": self.shell(),
-        }
 
 
 @dataclass

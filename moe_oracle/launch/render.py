@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from moe_oracle.launch.derived import Derived
+from moe_oracle.fit.derived import Derived
 from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.spec.deployment import Topology
 

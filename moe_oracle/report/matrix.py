@@ -1,4 +1,5 @@
-"""Build the capability matrix from :func:`~moe_oracle.decide.selection.decide`, one call per scenario.
+"""Build the capability matrix through the door ``select`` goes through (:mod:`moe_oracle.answers`), one call per
+scenario.
 
 A cell is (variant, scenario), judged on the model's main layer group (``layer_groups[0]``);
 it also keeps the variant's verdict on every other layer group. A cell is ``supported``
@@ -13,9 +14,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from moe_oracle.answers.door import settle
 from moe_oracle.decide.fit import Fit
 from moe_oracle.decide.selection import Candidate, Decision
-from moe_oracle.launch.build import settled_decision
 from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
@@ -297,15 +298,9 @@ def _group_verdicts(decision: Decision, spec: VariantSpec, fits: bool = True) ->
 
 def _decide_and_fit(spec: ScenarioSpec, reg: Registry) -> tuple[Decision, Fit]:
     """The scenario's decision and memory fit exactly as ``select`` gives them for its question
-    (:func:`settled_decision`: the plan's symmetric buffers counted, engine settings that fit adopted, decided
-    again at the per-rank budget they imply)."""
-    question = spec.question
-    options = question.asked.options
-
-    def decide_at(budget: int | None) -> Decision:
-        return question.at_budget(budget).decide(registry=reg)
-
-    decision, fit, _ = settled_decision(decide_at, spec.model_source, question.asked.given_settings(), options.env)
+    (:func:`moe_oracle.answers.door.settle`, the door ``select`` goes through: the plan's symmetric buffers counted,
+    engine settings that fit adopted, decided again at the per-rank budget they imply)."""
+    decision, fit, _ = settle(spec.question, spec.model_source, registry=reg)
     return decision, fit
 
 

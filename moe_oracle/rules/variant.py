@@ -89,7 +89,7 @@ class VariantSpec:
     ``conversions`` lists checkpoint formats the variant can also serve after converting the
     experts at load. ``sizing`` maps formula names to the backend's functions that compute the
     derived resources launch plans print (symmetric buffers, heaps), looked up by
-    :func:`moe_oracle.launch.resources.formula`; pure arithmetic, no torch.
+    :func:`moe_oracle.fit.resources.formula`; pure arithmetic, no torch.
 
     ``layout`` names the variant's weight-layout module (``"pkg.weights"``), imported only when a layer
     (real or its emulation twin) is built; it defines ``canonical(experts)`` (the checkpoint experts in

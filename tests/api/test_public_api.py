@@ -128,13 +128,20 @@ def test_engine_spellings_and_defaults_are_the_clis() -> None:
     assert "layout_chosen" in proposed.to_dict()
 
 
-def test_import_is_cheap_and_select_loads_no_torch() -> None:
+def test_import_is_cheap_and_select_loads_neither_torch_nor_the_launch_plans() -> None:
+    """``import moe_oracle`` loads no click, pydantic or torch; ``moe_oracle.select`` (here with a layout whose EP
+    crosses a domain, so the replica step runs too) loads no torch, no vendor library and no launch-plan package
+    (``moe_oracle.launch``, formerly ``moe_oracle.plan``; the fit has its own package)."""
     code = (
         "import sys, moe_oracle\n"
         "assert not [m for m in sys.modules if m.split('.')[0] in ('torch', 'click', 'pydantic')], 'import'\n"
-        f"moe_oracle.select({FLASH!r}, device='h200', dp=8, ep=8, engine='vllm')\n"
-        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'vllm', 'sglang', 'triton'))\n"
+        f"moe_oracle.select({FLASH!r}, device='h200', nodes=2, dp=16, ep=16, engine='vllm')\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in\n"
+        "               ('torch', 'vllm', 'sglang', 'triton', 'deep_gemm', 'aiter', 'mori', 'flashinfer'))\n"
         "assert not heavy, heavy\n"
+        "plans = sorted(m for m in sys.modules if m.startswith(('moe_oracle.launch', 'moe_oracle.plan')))\n"
+        "assert not plans, plans\n"
+        "assert 'moe_oracle.fit.settle' in sys.modules\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]

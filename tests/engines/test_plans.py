@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from moe_oracle.answers.replicas import replica_deployment
 from moe_oracle.errors import BadInputError, OverrideRefusedError
 from moe_oracle.inputs import DeploymentFlags
-from moe_oracle.launch.build import PlanRequest, build_plan, replica_deployment
+from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.rules import Engine
 from tests.cli.runner import cli

@@ -16,7 +16,7 @@ from moe_oracle_backends.rocm_mi355 import heap as H
 
 from moe_oracle.engines.sglang.budget import derive_sglang_token_cap as cap_of
 from moe_oracle.engines.sglang.budget import startup_check_tokens
-from moe_oracle.launch.derived import Shape
+from moe_oracle.fit.derived import Shape
 
 GiB = 1 << 30
 
@@ -233,7 +233,7 @@ def test_sgl_0232_sm100_shared_expert_regions() -> None:
 
 
 def test_plans_find_the_formulas_through_the_declarations() -> None:
-    from moe_oracle.launch.resources import SizingMissingError, formula
+    from moe_oracle.fit.resources import SizingMissingError, formula
     from moe_oracle.registry import load_registry
 
     assert formula("derive_deepgemm") is B.derive_deepgemm

@@ -15,7 +15,7 @@ covers each rank's real chunk.
 from __future__ import annotations
 
 from moe_oracle.engine_gates.sources import SGLANG_SRC
-from moe_oracle.launch.derived import Derived, align
+from moe_oracle.fit.derived import Derived, align
 
 CAP_ENV = "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK"
 

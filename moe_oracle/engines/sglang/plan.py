@@ -23,10 +23,8 @@ from moe_oracle.engines.sglang import budget as B
 from moe_oracle.engines.sglang import flags as F
 from moe_oracle.engines.sglang.runner import RUNNER_FLAG, runner_pin
 from moe_oracle.errors import BadInputError
-from moe_oracle.launch.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
-from moe_oracle.launch.derived import Derived, Shape
-from moe_oracle.launch.model import Command, Layout
-from moe_oracle.launch.resources import (
+from moe_oracle.fit.derived import Derived, Shape
+from moe_oracle.fit.resources import (
     aiter_capacities,
     choose_mori_heap,
     derive_aiter_mtpr,
@@ -34,7 +32,8 @@ from moe_oracle.launch.resources import (
     derive_mori_heap,
     formula,
 )
-from moe_oracle.launch.speculative import speculative_argv, speculative_notes
+from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext, distinct_shapes, per_rank_total
+from moe_oracle.fit.speculative import speculative_argv, speculative_notes
 from moe_oracle.model.types import MoELayerGroup, WeightFormat
 from moe_oracle.rules import Engine
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineConversion

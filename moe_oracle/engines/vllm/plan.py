@@ -18,9 +18,7 @@ import json
 from moe_oracle.engines.plugin_probe import probe_note
 from moe_oracle.engines.vllm import flags as F
 from moe_oracle.errors import BadInputError
-from moe_oracle.launch.build import EngineParts, PlanContext, distinct_shapes, per_rank_total
-from moe_oracle.launch.model import Command, Layout
-from moe_oracle.launch.resources import (
+from moe_oracle.fit.resources import (
     Derived,
     aiter_capacities,
     choose_mori_heap,
@@ -28,7 +26,8 @@ from moe_oracle.launch.resources import (
     derive_deepgemm,
     derive_mori_heap,
 )
-from moe_oracle.launch.speculative import speculative_argv, speculative_notes
+from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext, distinct_shapes, per_rank_total
+from moe_oracle.fit.speculative import speculative_argv, speculative_notes
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
 

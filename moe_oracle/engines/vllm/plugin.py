@@ -396,9 +396,9 @@ def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
 
 
 def _auto(snap, request, decision, deployment, blockers, head, where) -> Outcome:
+    from moe_oracle.answers.replicas import global_choice
     from moe_oracle.engines.vllm.routes import group_routes
     from moe_oracle.engines.vllm.table import decision_table
-    from moe_oracle.launch.build import global_choice
     from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
 
     fingerprint = _fingerprint(decision)
@@ -468,8 +468,8 @@ def _native_extras(out: Outcome, backend: str, snap: VllmSnapshot, decision: Any
     """AITER on vLLM: MoRI all2all and the symmetric-heap default the kernel needs."""
     if backend != "aiter_mega_moe":
         return
-    from moe_oracle.launch.build import distinct_shapes
-    from moe_oracle.launch.resources import aiter_capacities, derive_aiter_mtpr, derive_mori_heap
+    from moe_oracle.fit.resources import aiter_capacities, derive_aiter_mtpr, derive_mori_heap
+    from moe_oracle.fit.server import distinct_shapes
     from moe_oracle.spec.units import format_size
 
     if deployment.parallel.all2all_backend not in F.ALL2ALL_BACKENDS:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from moe_oracle.errors import OracleError
-from moe_oracle.launch.derived import Derived, Shape
+from moe_oracle.fit.derived import Derived, Shape
 
 __all__ = [
     "Derived",

@@ -1,0 +1,123 @@
+"""The replica step: where the expert-parallel group crosses an NVLink/XGMI domain, one domain-sized replica.
+
+When the requested expert-parallel group crosses a domain, the same model is decided again on one domain-sized
+replica (e.g. DP8+EP8 instead of DP16+EP16); the replica layout is adopted when it runs a fused backend that the
+requested layout cannot (two DP8+EP8 replicas behind a router, as the only published SM90 mega-MoE serving figures
+ran it: a vLLM pull request description that depends on vllm-project/DeepGEMM#44, neither publicly located on
+2026-12-01), and shown as the considered alternative otherwise. ``select`` names the adopted replicas next to its
+answer; ``plan`` and ``serve`` launch them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from moe_oracle.decide.selection import Decision
+from moe_oracle.errors import OverrideRefusedError
+from moe_oracle.rules import ReasonCode
+from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
+
+
+def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
+    """One domain-sized replica of ``dep`` and how many of them cover its ranks, or why not."""
+    par, topo = dep.parallel, dep.topology
+    domain = topo.effective_domain
+    group = par.tp * par.dp
+    if par.ep != group:
+        return f"ep={par.ep} is not tp*dp={group} (replicas are planned for pure expert parallelism)"
+    if par.pp != 1:
+        return "pipeline parallelism is on (each replica would need its own pipeline)"
+    if domain < topo.gpus_per_node:
+        return f"the {domain}-GPU domain is smaller than a {topo.gpus_per_node}-GPU node"
+    if domain % par.tp or group % domain:
+        return f"tp={par.tp} and tp*dp={group} do not split into {domain}-GPU domains"
+    dp_r = domain // par.tp
+    count = group // domain
+    nodes_r = -(-domain // topo.gpus_per_node)
+    replica = Deployment(
+        device=dep.device,
+        topology=Topology(gpus_per_node=topo.gpus_per_node, nodes=nodes_r, domain_size=topo.domain_size),
+        parallel=Parallelism(
+            tp=par.tp,
+            dp=dp_r,
+            ep=par.tp * dp_r,
+            pp=1,
+            max_num_batched_tokens=par.max_num_batched_tokens,
+            all2all_backend=par.all2all_backend,
+            eplb=par.eplb,
+        ),
+        env=dict(dep.env),
+        speculative=dep.speculative,
+    )
+    return replica, count
+
+
+def global_choice(decision: Decision) -> tuple[str | None, str | None, str | None]:
+    """(backend, variant, why-not): engines apply one MoE backend to every MoE layer of a model."""
+    chosen = [(g.group.name, g.chosen) for g in decision.groups]
+    missing = [name for name, c in chosen if c is None]
+    if missing:
+        g = next(g for g in decision.groups if g.chosen is None)
+        return (
+            None,
+            None,
+            f"no fused mega-MoE backend is eligible for layer group(s) {', '.join(missing)}: "
+            + (_first_reasons(g.candidates)),
+        )
+    backends = {c.spec.backend for _, c in chosen if c is not None}
+    if len(backends) > 1:
+        picks = ", ".join(f"{name}: {c.spec.key}" for name, c in chosen if c is not None)
+        return None, None, f"layer groups want different backends ({picks}); the engine takes one for all layers"
+    first = chosen[0][1]
+    assert first is not None
+    variants = {c.spec.variant for _, c in chosen if c is not None}
+    return first.spec.backend, first.spec.variant if len(variants) == 1 else ",".join(sorted(variants)), None
+
+
+@dataclass(frozen=True)
+class ReplicaChoice:
+    """Where the expert-parallel group crosses an NVLink/XGMI domain: the domain-sized replica layout and its
+    decision, and whether it is adopted (it runs a fused backend the requested layout cannot). ``deployment``
+    None: no replica layout splits the ranks (``why_not`` says why); ``decision`` None: an override refused it."""
+
+    deployment: Deployment | None
+    count: int
+    decision: Decision | None
+    adopted: bool
+    why_not: str = ""
+
+
+def replica_choice(
+    deployment: Deployment, decision: Decision | None, decide_on: Callable[[Deployment], Decision]
+) -> ReplicaChoice | None:
+    """The replica step of a question on ``deployment`` (None when its EP stays inside one domain), with
+    ``decide_on`` deciding the same question on another deployment: ``plan`` serves the adopted replicas, and
+    ``select`` names them next to its answer for the layout as given."""
+    if deployment.parallel.ep <= deployment.topology.effective_domain:
+        return None
+    rep = replica_deployment(deployment)
+    if isinstance(rep, str):
+        return ReplicaChoice(None, 0, None, False, f"no domain-sized replica layout: {rep}")
+    rep_dep, count = rep
+    try:
+        rep_decision = decide_on(rep_dep)
+    except OverrideRefusedError:
+        return ReplicaChoice(rep_dep, count, None, False, "the override cannot run on a replica either")
+    rep_backend, _, rep_why = global_choice(rep_decision)
+    current = global_choice(decision)[0] if decision is not None else None
+    adopted = rep_backend is not None and current is None
+    why_not = "" if adopted else rep_why or "the requested layout already runs a fused backend"
+    return ReplicaChoice(rep_dep, count, rep_decision, adopted, why_not)
+
+
+def _first_reasons(candidates: Any) -> str:
+    """The most relevant rejection: the candidates not rejected for architecture alone."""
+    same_arch = [c for c in candidates if c.failures and c.failures[0].code is not ReasonCode.ARCH_UNSUPPORTED]
+    pool = same_arch or list(candidates)
+    parts = []
+    for c in pool[:3]:
+        if c.failures:
+            parts.append(f"{c.spec.key} [{c.failures[0].code.value}] {c.failures[0].message}")
+    return "; ".join(parts) or "no candidate"
