@@ -22,6 +22,8 @@ from moe_oracle.decide.record import decision_to_json
 from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
 from moe_oracle.errors import DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.registry import Registry
+from moe_oracle.rules import VariantSpec
+from moe_oracle.rules.variant_key import VariantKey
 
 if TYPE_CHECKING:
     from moe_oracle.decide.fit import Fit
@@ -74,14 +76,13 @@ def judge(question: Question, backend: Override | str, *, registry: Registry | N
 def verdict_of(
     wanted: Override, automatic: Selection, chosen: Selection | None, refusal: str | None, trail: tuple[str, ...]
 ) -> Verdict:
-    def matches(key: str) -> bool:
-        backend, _, variant = key.partition(":")
-        return backend == wanted.backend and wanted.variant in (None, variant.split("+")[0])
+    def matches(spec: VariantSpec) -> bool:
+        return VariantKey(wanted.backend, wanted.variant).matches(spec)
 
     groups = []
     picked = {g.group.name: g.chosen for g in chosen.decision.groups} if chosen is not None else {}
     for gd in automatic.decision.groups:
-        mine = [c for c in (*gd.candidates, *gd.conversions) if matches(c.spec.key)]
+        mine = [c for c in (*gd.candidates, *gd.conversions) if matches(c.spec)]
         winner = picked.get(gd.group.name)
         groups.append(
             GroupVerdict(

@@ -21,11 +21,12 @@ from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.engine_gates import fallback_path
-from moe_oracle.errors import BadInputError, OverrideRefusedError
+from moe_oracle.errors import BadInputError, OverrideRefusedError, excerpt
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.rules import Engine, VariantSpec
 from moe_oracle.rules.build import serving_builds
+from moe_oracle.rules.variant_key import VariantKey
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
 
@@ -39,13 +40,20 @@ class Override:
 
     @classmethod
     def parse(cls, text: str) -> Override:
-        name = text.strip().lower().replace("-", "_")
-        backend, _, variant = name.partition(":")
-        if not backend or (":" in name and not variant):
+        """``--moe-backend NAME[:VARIANT]`` (:class:`~moe_oracle.rules.variant_key.VariantKey`); a malformed value,
+        ``*:VARIANT`` or an ``emulation:`` key is a :class:`BadInputError`."""
+        key = VariantKey.parse(text)
+        if key.emulated:
             raise BadInputError(
-                f"--moe-backend {text!r} is malformed", fix="use NAME or NAME:VARIANT, e.g. deep_gemm_mega_moe"
+                f"--moe-backend {excerpt(text)}: a numerics twin is not a serving backend",
+                fix="run the twin with moe-oracle accuracy, or name a backend (e.g. deep_gemm_mega_moe)",
             )
-        return cls(backend, variant or None)
+        if key.backend is None:
+            raise BadInputError(
+                f"--moe-backend {excerpt(text)} names no backend: expected NAME or NAME:VARIANT",
+                fix="name the backend, e.g. deep_gemm_mega_moe or deep_gemm_mega_moe:sm100_fp8xfp4",
+            )
+        return cls(key.backend, key.variant)
 
     def __str__(self) -> str:
         return f"{self.backend}:{self.variant}" if self.variant else self.backend
@@ -284,7 +292,7 @@ def refusal_summary(candidates: list[Candidate]) -> str:
     by_codes: dict[tuple[str, ...], list[str]] = {}
     for cand in candidates:
         codes = tuple(dict.fromkeys(r.code.value for r in cand.failures))
-        name = cand.key.split(":", 1)[-1]
+        name = cand.key.removeprefix(cand.spec.backend + ":")
         names = by_codes.setdefault(codes, [])
         if name not in names:
             names.append(name)

@@ -25,7 +25,7 @@ from moe_oracle.engine_gates.sources import VLLM_SRC
 from moe_oracle.model.types import MoELayerGroup, Scoring, WeightFormat
 from moe_oracle.rules import Check, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
-from moe_oracle.rules.engine import EngineProfile, EngineSupport
+from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineProfile, EngineSupport
 
 VERSION = "0.33.0"
 DSV4_ARCHITECTURES = (
@@ -223,7 +223,7 @@ _MOE_ORACLE = EngineSupport(
     variants=("*",),
     unsupported="the variant declares no runtime class",
     remediation="Choose a --moe-backend NAME:VARIANT that has a runtime class (moe-oracle list backends).",
-    route="moe-oracle",
+    route=MOE_ORACLE_ROUTE,
     checks=(
         c.scenario_predicate(
             ReasonCode.MODEL_CLASS_UNSUPPORTED,

@@ -10,17 +10,21 @@ profile (:mod:`moe_oracle.engine_gates`). Torch-free and engine-free: the plug-i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_oracle.engine_gates import engine_profile
 from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.rules import Reason, ReasonCode, Scenario, Status
-from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile, Route
+
+if TYPE_CHECKING:
+    from moe_oracle.decide.candidates import Candidate
+    from moe_oracle.decide.selection import Decision, GroupDecision
 
 _TITLES = {"vllm": "vLLM", "sglang": "SGLang"}
 
 
-def _profile(decision: Any) -> EngineProfile:
+def _profile(decision: Decision) -> EngineProfile:
     profile = engine_profile(decision.engine)
     if profile is None:
         raise ValueError(f"engine {decision.engine.value} has no routes (a plug-in serves vLLM or SGLang)")
@@ -33,7 +37,7 @@ class GroupRoute:
 
     name: str
     layers: tuple[int, ...]
-    route: str | None  # "engine", "moe-oracle", or None: the engine's own (non-fused) MoE
+    route: Route | None  # None: the engine's own (non-fused) MoE
     key: str | None  # the chosen candidate's key
     plan: LayerPlan | None
     why: str
@@ -51,7 +55,7 @@ class GroupRoute:
         }
 
 
-def _scenario(decision: Any, gd: Any, candidate: Any) -> Scenario:
+def _scenario(decision: Decision, gd: GroupDecision, candidate: Candidate) -> Scenario:
     group = gd.group
     if candidate.conversion is not None:
         group = group.model_copy(update={"weight_quant": candidate.conversion.target})
@@ -65,13 +69,13 @@ def _scenario(decision: Any, gd: Any, candidate: Any) -> Scenario:
     )
 
 
-def candidate_route(decision: Any, gd: Any, candidate: Any) -> str | None:
+def candidate_route(decision: Decision, gd: GroupDecision, candidate: Candidate) -> Route | None:
     """The first route whose rules pass for ``candidate`` (the engine's own first), or None."""
     support = _profile(decision).route(candidate.spec, _scenario(decision, gd, candidate))
     return None if support is None else support.route
 
 
-def route_reasons(decision: Any, gd: Any, candidate: Any, route: str) -> list[Reason]:
+def route_reasons(decision: Decision, gd: GroupDecision, candidate: Candidate, route: Route) -> list[Reason]:
     """Failures of ``candidate`` on one route alone: that route's engine rules first, then its kernel's, then the
     known-bad advisories that reject it (``KNOWN_BAD``: the decision's, which every route inherits)."""
     sc = _scenario(decision, gd, candidate)
@@ -83,13 +87,13 @@ def route_reasons(decision: Any, gd: Any, candidate: Any, route: str) -> list[Re
     return out + [r for r in candidate.failures if r.code is ReasonCode.KNOWN_BAD]
 
 
-def plugin_reasons(decision: Any, gd: Any, candidate: Any) -> list[Reason]:
+def plugin_reasons(decision: Decision, gd: GroupDecision, candidate: Candidate) -> list[Reason]:
     """Failures of moe-oracle's route alone for ``candidate`` (an explicit plug-in request needs it)."""
     return route_reasons(decision, gd, candidate, MOE_ORACLE_ROUTE)
 
 
 def layer_plan(
-    decision: Any, gd: Any, candidate: Any, *, emulate: bool = False, allow_lossy: bool = False
+    decision: Decision, gd: GroupDecision, candidate: Candidate, *, emulate: bool = False, allow_lossy: bool = False
 ) -> LayerPlan:
     conv = candidate.conversion
     return LayerPlan(
@@ -102,7 +106,7 @@ def layer_plan(
     )
 
 
-def group_routes(decision: Any, *, emulate: bool = False) -> list[GroupRoute]:
+def group_routes(decision: Decision, *, emulate: bool = False) -> list[GroupRoute]:
     """Every layer group's route under automatic selection (the chosen candidate; none: the engine's own MoE)."""
     own = decision.engine.value
     title = _TITLES.get(own, own)
@@ -122,7 +126,7 @@ def group_routes(decision: Any, *, emulate: bool = False) -> list[GroupRoute]:
     return out
 
 
-def backend_pins(decision: Any, runtime: list[GroupRoute]) -> str | dict[str, str]:
+def backend_pins(decision: Decision, runtime: list[GroupRoute]) -> str | dict[str, str]:
     """The plug-in's backend request: one variant when every layer group runs it through moe-oracle, else one
     pin per layer group (a variant, or the engine's name for a group the engine's own MoE serves)."""
     own = decision.engine.value

@@ -11,6 +11,7 @@ route whose rules all pass serves the variant.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from enum import Enum
 
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.rules.check import Check, Reason, Status
@@ -19,8 +20,16 @@ from moe_oracle.rules.reasons import ReasonCode
 from moe_oracle.rules.scenario import Scenario
 from moe_oracle.rules.variant import VariantSpec
 
-ENGINE_ROUTE = "engine"
-MOE_ORACLE_ROUTE = "moe-oracle"
+
+class Route(str, Enum):
+    """Which code serves a backend inside an engine."""
+
+    ENGINE = "engine"  # the engine's own integration of the kernel (vLLM --moe-backend, SGLang --moe-a2a-backend)
+    MOE_ORACLE = "moe-oracle"  # moe-oracle's runtime, through the engine's plug-in
+
+
+ENGINE_ROUTE = Route.ENGINE
+MOE_ORACLE_ROUTE = Route.MOE_ORACLE
 ANY = "*"
 
 
@@ -39,7 +48,7 @@ class EngineSupport:
     remediation: str
     checks: tuple[Check, ...]
     sources: tuple[str, ...] = ()
-    route: str = ENGINE_ROUTE
+    route: Route = ENGINE_ROUTE
 
     def covers(self, spec: VariantSpec) -> bool:
         return self.backend in (ANY, spec.backend)

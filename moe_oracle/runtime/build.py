@@ -15,6 +15,8 @@ import importlib
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from moe_oracle.errors import excerpt
+from moe_oracle.rules.variant_key import Bare, VariantKey
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError, UnknownVariantError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.refusals import refusals
@@ -24,27 +26,23 @@ if TYPE_CHECKING:
     from moe_oracle.model.types import WeightFormat
     from moe_oracle.rules import VariantSpec
 
-EMULATION = "emulation"
+_KEY_FIX = "use BACKEND:VARIANT, VARIANT or emulation:VARIANT (e.g. emulation:sm90_fp8xfp8; moe-oracle list variants)"
 
 
 def resolve_variant(name: str) -> tuple[VariantSpec, bool]:
     """``(spec, emulated)`` for ``emulation:<variant>``, ``<backend>:<variant>`` or ``<variant>``."""
     from moe_oracle.registry import load_registry
 
-    text = name.strip().lower().replace("-", "_")
-    emulated = False
-    if text.startswith(EMULATION + ":"):
-        emulated, text = True, text[len(EMULATION) + 1 :]
+    key = VariantKey.parse(name, subject=excerpt(name), bare=Bare.VARIANT, require_variant=True, fix=_KEY_FIX)
     reg = load_registry()
-    backend, sep, variant = text.rpartition(":")
-    found = [v for v in reg.variants if v.variant == variant and (not sep or v.backend == backend)]
+    found = [v for v in reg.variants if key.matches(v)]
     if len(found) != 1:
         known = ", ".join(v.key for v in reg.variants)
         raise UnknownVariantError(
             f"{name!r} names no registered mega-MoE variant",
             fix=f"use one of: {known} (or emulation:<variant>).",
         )
-    return found[0], emulated
+    return found[0], key.emulated
 
 
 def _import_runtime(spec: VariantSpec) -> type[MegaMoELayer]:

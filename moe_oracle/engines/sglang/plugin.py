@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.engines.sglang.shipped import ENV_PLAN, OWN, Request, read_request, serves_any, ship, shipped_plan
+from moe_oracle.rules.variant_key import VariantKey
 
 LOGGER_NAME = "sglang.plugins.moe_oracle"
 logger = logging.getLogger(LOGGER_NAME)
@@ -126,9 +127,8 @@ def _refusal(decision: Any, gd: Any, pin: str) -> tuple[Any, list[str]]:
     from moe_oracle.model.types import layer_span
     from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
 
-    backend, _, variant = pin.partition(":")
-    pool = [c for c in (*gd.candidates, *gd.conversions) if c.spec.variant == variant]
-    pool = [c for c in pool if backend in ("*", c.spec.backend)]
+    key = VariantKey.parse(pin, subject=pin)
+    pool = [c for c in (*gd.candidates, *gd.conversions) if key.matches(c.spec)]
     where = f"layer group '{gd.group.name}' (layers {layer_span(gd.group.layers)})"
     if not pool:
         known = ", ".join(c.spec.key for c in gd.candidates)

@@ -44,6 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -61,6 +62,7 @@ from moe_oracle.engines.vllm.snapshot import (
     snapshot_inputs,
 )
 from moe_oracle.engines.vllm.table import decision_table
+from moe_oracle.rules.variant_key import VariantKey
 
 __all__ = [
     "ENV_BACKEND",
@@ -81,6 +83,7 @@ __all__ = [
 if TYPE_CHECKING:
     from moe_oracle.cost.model import Workload
     from moe_oracle.decide.question import ConversionOptions
+    from moe_oracle.decide.selection import Candidate
     from moe_oracle.rules import Engine
 
 LOGGER_NAME = "vllm.plugins.moe_oracle"
@@ -339,10 +342,11 @@ def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
     """``additional_config moe_oracle.backend``: each layer group through its pinned variant (one for every group,
     or a per-group map; ``vllm`` leaves a group to vLLM's own MoE), or refused with every reason."""
     from moe_oracle.engines.vllm.routes import GroupRoute, layer_plan, plugin_reasons, refusal_lines
+    from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
 
-    def matcher(pin: str) -> Any:
-        backend, _, variant = pin.partition(":")
-        return lambda c: c.spec.variant == variant and backend in ("*", c.spec.backend)
+    def matcher(pin: str) -> Callable[[Candidate], bool]:
+        key = VariantKey.parse(pin, subject=pin)
+        return lambda c: key.matches(c.spec)
 
     fingerprint = _fingerprint(decision)
     label = request.label()
@@ -381,7 +385,7 @@ def _explicit_plugin(snap, request, decision, blockers, head, where) -> Outcome:
             lines += refusal_lines(replace(decision, groups=(gd,)), matches)
             continue
         plan = layer_plan(decision, gd, ok, emulate=request.emulate, allow_lossy=request.allow_lossy)
-        routes.append(GroupRoute(gd.group.name, gd.group.layers, "moe-oracle", ok.key, plan, "explicit request"))
+        routes.append(GroupRoute(gd.group.name, gd.group.layers, MOE_ORACLE_ROUTE, ok.key, plan, "explicit request"))
     lines += blockers
     if lines:
         table = [f"{head}, {label}: REFUSED ({where})", *(f"  {line}" for line in lines)]

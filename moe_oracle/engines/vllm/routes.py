@@ -9,7 +9,8 @@ Torch-free and vLLM-free: the config hook and ``moe-oracle plan`` both use it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from moe_oracle.engines.routes import (
     GroupRoute,
@@ -19,7 +20,11 @@ from moe_oracle.engines.routes import (
     plugin_reasons,
     route_reasons,
 )
-from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
+from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, Route
+
+if TYPE_CHECKING:
+    from moe_oracle.decide.candidates import Candidate
+    from moe_oracle.decide.selection import Decision
 
 __all__ = [
     "GroupRoute",
@@ -54,7 +59,9 @@ def vllm_fix(text: str) -> str:
     return text
 
 
-def refusal_lines(decision: Any, matches: Any, route: str = MOE_ORACLE_ROUTE) -> list[str]:
+def refusal_lines(
+    decision: Decision, matches: Callable[[Candidate], bool], route: Route = MOE_ORACLE_ROUTE
+) -> list[str]:
     """One short line per layer group: the closest candidate's first reason code, values and a vLLM fix.
 
     ``matches(candidate)`` selects the candidates the operator asked for; ``route`` the route they

@@ -39,11 +39,11 @@ from typing import Any
 from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.errors import BadInputError
 from moe_oracle.errors import excerpt as shown
+from moe_oracle.rules.variant_key import ANY_BACKEND, VariantKey
 
 KEY = "moe_oracle"
 ENV_BACKEND = "MOE_ORACLE_VLLM_BACKEND"
 _KNOWN = ("backend", "allow_lossy_conversion", "convert", "plan")
-_NAME = re.compile(r"[a-z0-9_.+]{1,64}")
 _GROUP = re.compile(r"[A-Za-z0-9_.+-]{1,64}")
 _FIX = '--additional-config \'{"moe_oracle": {"backend": "auto"}}\' (or a backend:variant, or vllm)'
 
@@ -95,20 +95,16 @@ def _backend_value(raw: Any, where: str, own: str = "vllm", fix: str = _FIX) -> 
     if not isinstance(raw, str) or not raw.strip():
         raise BadInputError(f"{where} = {shown(raw)} must be a non-empty string", fix=fix)
     text = raw.strip().lower().replace("-", "_")
-    emulate = text.startswith("emulation:")
-    if emulate:
-        text = text.split(":", 1)[1]
-        if ":" not in text:
-            text = f"*:{text}"  # emulation:<variant>: the backend is resolved from the registry
-    name, _, variant = text.partition(":")
-    plain = text in ("auto", own) and not emulate
-    well_formed = bool(name and variant and _NAME.fullmatch(variant) and (name == "*" or _NAME.fullmatch(name)))
-    if not plain and not well_formed:
-        raise BadInputError(
-            f"{where} = {shown(raw)} names no variant",
-            fix=f"use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or {own}.",
-        )
-    return text, emulate
+    if text in ("auto", own):
+        return text, False
+    key = VariantKey.parse(
+        raw,
+        subject=f"{where} = {shown(raw)}",
+        require_variant=True,
+        fix=f"use backend:variant (e.g. deep_gemm_mega_moe:sm90_fp8xfp4), emulation:<variant>, auto or {own}.",
+    )
+    # emulation:<variant> pins '*:<variant>': the backend is resolved from the registry
+    return f"{key.backend or ANY_BACKEND}:{key.variant}", key.emulated
 
 
 def _group_pins(raw: Mapping[Any, Any], where: str, own: str = "vllm", fix: str = _FIX) -> tuple[dict[str, str], bool]:
