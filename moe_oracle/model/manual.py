@@ -90,13 +90,13 @@ class _Ctx:
         }.get(leaf, leaf)
         return "--" + leaf.replace("_", "-")
 
-    def error(self, path: str, value: Any, expected: str) -> ModelConfigError:
+    def error(self, path: str, value: object, expected: str) -> ModelConfigError:
         return ModelConfigError(
             f"{self.where}: {self.name(path)}={show(value)} is invalid: {expected}",
             fix="correct the flag value" if self.flags else _FIX,
         )
 
-    def int(self, value: Any, path: str, lo: int, hi: int, what: str = "") -> int:
+    def int(self, value: object, path: str, lo: int, hi: int, what: str = "") -> int:
         if self.flags and isinstance(value, str):
             parsed = decimal_int(value)
             if parsed is None:
@@ -104,7 +104,7 @@ class _Ctx:
             value = parsed
         return check_int(value, path=self.name(path), lo=lo, hi=hi, what=what, model_id=self.where)
 
-    def number(self, value: Any, path: str, *, hi: float) -> float:
+    def number(self, value: object, path: str, *, hi: float) -> float:
         if self.flags and isinstance(value, str):
             parsed = decimal_number(value)
             if parsed is None:
@@ -114,14 +114,14 @@ class _Ctx:
             raise self.error(path, value, f"expected a finite number > 0 and <= {hi:g}")
         return float(value)
 
-    def bool(self, value: Any, path: str) -> bool:
+    def bool(self, value: object, path: str) -> bool:
         if self.flags and isinstance(value, str) and value.lower() in ("true", "false", "1", "0", "yes", "no"):
             return value.lower() in ("true", "1", "yes")
         if not isinstance(value, bool):
             raise self.error(path, value, f"a JSON {json_type(value)}, expected true or false")
         return value
 
-    def choice(self, value: Any, path: str, choices: Sequence[_Choice]) -> _Choice:
+    def choice(self, value: object, path: str, choices: Sequence[_Choice]) -> _Choice:
         """The entry of ``choices`` that ``value`` names (case-insensitively); a located error otherwise."""
         if isinstance(value, str):
             for choice in choices:
@@ -196,7 +196,7 @@ def _routing(ctx: _Ctx, data: dict, path: str) -> Routing:
     )
 
 
-def _activation(ctx: _Ctx, data: Any, path: str) -> Activation:
+def _activation(ctx: _Ctx, data: object, path: str) -> Activation:
     if data is None:
         return Activation()
     if not isinstance(data, dict):
@@ -220,7 +220,7 @@ def _activation(ctx: _Ctx, data: Any, path: str) -> Activation:
     )
 
 
-def _group(ctx: _Ctx, data: Any, index: int, used_names: set[str]) -> MoELayerGroup:
+def _group(ctx: _Ctx, data: object, index: int, used_names: set[str]) -> MoELayerGroup:
     path = f"layer_groups[{index}]"
     if not isinstance(data, dict):
         raise ctx.error(path, data, f"a JSON {json_type(data)}, expected an object")
@@ -352,7 +352,7 @@ def _text(ctx: _Ctx, data: dict, key: str, default: str) -> str:
     return value
 
 
-def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDescription:
+def manual_from_dict(data: object, *, where: str = "manual description") -> ModelDescription:
     """Build a description from a dict shaped like ``moe-oracle model --json`` output."""
     ctx = _Ctx(where, flags=False)
     if not isinstance(data, dict):
@@ -391,7 +391,7 @@ def manual_from_dict(data: Any, *, where: str = "manual description") -> ModelDe
         raise _validation(ctx, exc, "layer_groups") from None
 
 
-def _given_assumptions(ctx: _Ctx, value: Any) -> list[str]:
+def _given_assumptions(ctx: _Ctx, value: object) -> list[str]:
     """The ``assumptions`` a description JSON carries (``moe-oracle model --json`` output read back)."""
     if value is None:
         return []

@@ -13,7 +13,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeGuard
 
 from moe_oracle.errors import ModelConfigError
 
@@ -30,7 +30,7 @@ WRAPPERS = ("text_config", "llm_config", "language_config")
 FIX_VALUE = "correct the value in config.json, or describe the model manually"
 
 
-def show(value: Any, limit: int = 80) -> str:
+def show(value: object, limit: int = 80) -> str:
     """A short, single-line rendering of a JSON value for an error message."""
     try:
         text = json.dumps(value, ensure_ascii=True)
@@ -45,7 +45,7 @@ def show(value: Any, limit: int = 80) -> str:
     return text
 
 
-def json_type(value: Any) -> str:
+def json_type(value: object) -> str:
     """The JSON name of a value's type (``integer``, ``string``, ...)."""
     if value is None:
         return "null"
@@ -64,11 +64,11 @@ def json_type(value: Any) -> str:
     return type(value).__name__
 
 
-def is_int(value: Any) -> bool:
+def is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
@@ -112,7 +112,7 @@ class ConfigView:
                     return prefix + name, value
         return None
 
-    def _agree(self, depth: int, name: str, path: str, value: Any) -> None:
+    def _agree(self, depth: int, name: str, path: str, value: object) -> None:
         """A key the wrapper (``text_config``) sets must not be set otherwise at the top level: the wrapper's
         value would silently win over a contradicting one."""
         for prefix, data in self.scopes[depth + 1 :]:
@@ -134,14 +134,14 @@ class ConfigView:
 
     # -- errors ---------------------------------------------------------------------------
 
-    def _find(self, keys: Keys, expected: str, default: Any) -> tuple[str, Any] | None:
+    def _find(self, keys: Keys, expected: str, default: object) -> tuple[str, Any] | None:
         """``(path, value)`` of ``keys``; None when absent with a default; :meth:`missing` when absent without."""
         found = self.lookup(keys)
         if found is None and default is _MISSING:
             raise self.missing(keys, expected)
         return found
 
-    def error(self, path: str, value: Any, expected: str, fix: str | None = None) -> ModelConfigError:
+    def error(self, path: str, value: object, expected: str, fix: str | None = None) -> ModelConfigError:
         return ModelConfigError(f"{self.model_id}: {path}={show(value)} is invalid: {expected}", fix=fix or FIX_VALUE)
 
     def missing(self, keys: Keys, expected: str, fix: str | None = None) -> ModelConfigError:
@@ -160,7 +160,7 @@ class ConfigView:
         *,
         lo: int,
         hi: int,
-        default: Any = _MISSING,
+        default: int = _MISSING,
         what: str = "",
     ) -> int:
         expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
@@ -176,7 +176,7 @@ class ConfigView:
         *,
         gt: float = 0.0,
         hi: float = 1e6,
-        default: Any = _MISSING,
+        default: float = _MISSING,
         what: str = "",
     ) -> float:
         expected = f"a finite number > {gt:g} and <= {hi:g}" + (f" ({what})" if what else "")
@@ -191,7 +191,7 @@ class ConfigView:
             raise self.error(path, value, f"expected {expected}")
         return number
 
-    def _typed(self, keys: Keys, default: Any, expected: str, ok: Callable[[Any], bool], name_type: bool) -> Any:
+    def _typed(self, keys: Keys, default: object, expected: str, ok: Callable[[Any], bool], name_type: bool) -> Any:
         """The value at ``keys`` if ``ok(value)``; ``default`` when absent (an error when none).
 
         ``name_type`` puts the found JSON type in the message (``a JSON string, expected ...``).
@@ -205,23 +205,23 @@ class ConfigView:
             raise self.error(path, value, f"{found_type}expected {expected}")
         return value
 
-    def get_bool(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> bool:
+    def get_bool(self, keys: Keys, *, default: object = _MISSING, what: str = "") -> bool:
         expected = "true or false" + (f" ({what})" if what else "")
         return self._typed(keys, default, expected, lambda v: isinstance(v, bool), True)
 
-    def get_str(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> str:
+    def get_str(self, keys: Keys, *, default: object = _MISSING, what: str = "") -> str:
         expected = "a string" + (f" ({what})" if what else "")
         return self._typed(keys, default, expected, lambda v: isinstance(v, str), True)
 
-    def get_choice(self, keys: Keys, choices: Sequence[str], *, default: Any = _MISSING, what: str = "") -> str:
+    def get_choice(self, keys: Keys, choices: Sequence[str], *, default: object = _MISSING, what: str = "") -> str:
         expected = "one of " + ", ".join(choices) + (f" ({what})" if what else "")
         return self._typed(keys, default, expected, lambda v: isinstance(v, str) and v in choices, False)
 
-    def get_list(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> list:
+    def get_list(self, keys: Keys, *, default: object = _MISSING, what: str = "") -> list:
         expected = "an array" + (f" ({what})" if what else "")
         return self._typed(keys, default, expected, lambda v: isinstance(v, list), True)
 
-    def get_dict(self, keys: Keys, *, default: Any = _MISSING, what: str = "") -> dict:
+    def get_dict(self, keys: Keys, *, default: object = _MISSING, what: str = "") -> dict:
         expected = "an object" + (f" ({what})" if what else "")
         return self._typed(keys, default, expected, lambda v: isinstance(v, dict), True)
 
@@ -245,7 +245,7 @@ def decimal_number(text: str) -> float | None:
     return float(text) if _NUMBER.fullmatch(text) else None
 
 
-def check_int(value: Any, *, path: str, lo: int, hi: int, what: str = "", model_id: str) -> int:
+def check_int(value: object, *, path: str, lo: int, hi: int, what: str = "", model_id: str) -> int:
     """Validate one integer found at ``path``: a JSON integer (not a boolean, not 4096.0) in range."""
     expected = f"an integer in {lo}..{hi}" + (f" ({what})" if what else "")
     if not is_int(value):
