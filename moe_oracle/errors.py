@@ -77,6 +77,12 @@ class OracleError(Exception):
         self.fix = fix
         super().__init__(self.one_line())
 
+    @property
+    def code(self) -> str:
+        """A stable name for the kind of failure (the exit code's name: ``BAD_INPUT``, ``OVERRIDE_REFUSED``,
+        ``DOES_NOT_FIT``, ...), for a caller of the Python API that branches on it."""
+        return self.exit_code.name
+
     def one_line(self) -> str:
         text = bounded_line(self.message, MAX_MESSAGE_CHARS)
         if self.fix:

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from moe_oracle.decide.candidates import Candidate
     from moe_oracle.decide.fit import Fit
     from moe_oracle.decide.selection import Decision, GroupDecision
+    from moe_oracle.fit.server import Command
     from moe_oracle.launch.model import LaunchPlan
 
 
@@ -260,6 +261,12 @@ class Plan:
     def env(self) -> dict[str, str]:
         """The (first) serve command's environment."""
         return dict(self.launch.env)
+
+    @property
+    def commands(self) -> tuple[Command, ...]:
+        """Every process to start (one per node of each replica), each with its argv, environment, replica and
+        node rank."""
+        return tuple(self.launch.commands)
 
     @property
     def warnings(self) -> tuple[str, ...]:
