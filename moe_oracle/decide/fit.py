@@ -32,6 +32,7 @@ from moe_oracle.decide.memory_share import (
 from moe_oracle.decide.placement import Over, group_size, placement
 from moe_oracle.decide.selection import Decision
 from moe_oracle.engine_gates.speculative import builds_mtp
+from moe_oracle.model.footprint import unweighed_note
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, PartKind
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode
 from moe_oracle.spec.deployment import Deployment
@@ -242,10 +243,7 @@ def measure_fit(
         items += weight_items(model, deployment, engine, mtp_built=mtp_built, a2a_backend=settings.a2a_backend)
         notes.extend(fp.notes)
     else:
-        notes.append(
-            "the weights besides the routed experts are not counted: this model family has no footprint entry "
-            "(moe_oracle/model/footprint.py)"
-        )
+        notes.append(unweighed_note(model))
     mtp_note = _mtp_note(model, mtp_built)
     if mtp_note:
         notes.append(mtp_note)

@@ -470,6 +470,61 @@ VLLM: tuple[ModelClass, ...] = (
 
 TABLES: dict[str, tuple[ModelClass, ...]] = {"sglang": SGLANG, "vllm": VLLM}
 
+_NO_SGLANG_CLASS = "SGLang 0.5.23 has no model class for {arch} (no srt/models file lists it in EntryClass)"
+_NO_VLLM_CLASS = "vLLM 0.33.0 has no model class for {arch} (model_executor/models/registry.py lists none)"
+
+
+def _unjudged(engine: str, entry: str, block: str) -> str:
+    return (
+        f"{engine} has a model class for {{arch}} ({entry}; MoE block {block}), but moe-oracle has not judged that "
+        "block yet, so no mega path is claimed"
+    )
+
+
+#: Architectures moe-oracle's model reader reads (``model/adapters/catalog.py``) that a table above does not list,
+#: per engine, with what is known of them: the engine release has no model class for them, or it has one whose MoE
+#: block is not judged yet. Neither claims a mega path; the decision gives this sentence as the reason
+#: (``tests/model/test_family_facts.py`` keeps the reader, these tables and this list in agreement).
+UNLISTED: dict[str, dict[str, str]] = {
+    "sglang": {
+        "AriaForConditionalGeneration": _NO_SGLANG_CLASS,
+        "DeepseekV41ForCausalLM": _NO_SGLANG_CLASS,
+        "Glm5NextForCausalLM": _NO_SGLANG_CLASS + " (it lists Glm5NextForConditionalGeneration)",
+        "MiniMaxM3ForCausalLM": _NO_SGLANG_CLASS,
+        "Qwen4ExpForCausalLM": _NO_SGLANG_CLASS + " (only the MTP draft Qwen4ExpForCausalLMMTP, qwen4_exp_mtp.py:231)",
+        "Step3TextForCausalLM": _NO_SGLANG_CLASS + " (it serves Step-3 as Step3VLForConditionalGeneration)",
+        "Gemma4ForCausalLM": _unjudged("SGLang 0.5.23", "models/gemma4_causal.py:1507", "Gemma4MoE, line 218"),
+        "Gemma4ForConditionalGeneration": _unjudged(
+            "SGLang 0.5.23", "models/gemma4_mm.py:1171", "Gemma4MoE, gemma4_causal.py:218"
+        ),
+        "K2HorizonForCausalLM": _unjudged("SGLang 0.5.23", "models/xllm.py:1868", "XllmSparseMoeBlock, line 901"),
+        "NemotronHForCausalLM": _unjudged("SGLang 0.5.23", "models/nemotron_h.py:1361", "NemotronHMoE, line 239"),
+        "NemotronHPuzzleForCausalLM": _unjudged("SGLang 0.5.23", "models/nemotron_h.py:1361", "NemotronHMoE, line 239"),
+        "MiniMaxM3SparseForConditionalGeneration": _unjudged(
+            "SGLang 0.5.23", "models/minimax_m3_vl.py:479", "MiniMaxM3Model's, models/minimax_m3.py"
+        ),
+    },
+    "vllm": {
+        "MiniMaxM3ForCausalLM": _NO_VLLM_CLASS,
+        "KimiK3ForConditionalGeneration": _unjudged(
+            "vLLM 0.33.0", "model_executor/models/registry.py:488", "the kimi_k3 model file's"
+        ),
+        "Step3VLForConditionalGeneration": _unjudged(
+            "vLLM 0.33.0", "model_executor/models/registry.py:630", "Step3TextForCausalLM's, step3_text.py"
+        ),
+    },
+}
+
+
+def _not_listed(engine: str, architecture: str, title: str | None = None) -> str:
+    """Why ``engine``'s table has no row for ``architecture``: the :data:`UNLISTED` sentence, else that the
+    architecture is unknown to moe-oracle."""
+    known = UNLISTED.get(engine, {}).get(architecture)
+    if known is not None:
+        return known.format(arch=architecture)
+    return f"{architecture or 'this architecture'} is not in moe-oracle's table of {title or engine} model classes"
+
+
 #: SGLang 0.5.23: the MoE blocks whose routed experts are built as ``FusedMoE``
 #: (``layers/moe/fused_moe_triton/layer.py:308``), directly or through ``get_moe_impl_class``
 #: (``layers/moe/ep_moe/layer.py:352-365``: ``FusedMoE`` unless an all-to-all backend such as DeepEP is
@@ -507,7 +562,7 @@ def sglang_plugin_why_not(architecture: str) -> str:
     """Why the SGLang plug-in cannot serve ``architecture``'s MoE (empty when it can)."""
     row = model_class("sglang", architecture)
     if row is None:
-        return f"{architecture or 'this architecture'} is not in moe-oracle's table of sglang model classes"
+        return _not_listed("sglang", architecture)
     if row.block not in SGLANG_FUSED_MOE:
         return f"{row.block} ({row.source}) does not build its experts as the FusedMoE the plug-in replaces"
     if row.blocker:
@@ -542,7 +597,7 @@ def plugin_why_not(architecture: str) -> str:
     """Why the plug-in cannot serve ``architecture``'s MoE in vLLM 0.33 (empty when it can)."""
     row = model_class("vllm", architecture)
     if row is None:
-        return f"{architecture} is not in moe-oracle's table of vLLM model classes"
+        return _not_listed("vllm", architecture, "vLLM")
     if not row.oot:
         return f"{row.block}: {row.blocker} ({row.source})"
     if row.blocker:
@@ -561,7 +616,7 @@ def why_no_mega(engine: str, architecture: str, *, rocm: bool = False) -> str:
         return ""
     row = model_class(engine, architecture)
     if row is None:
-        return f"{architecture or 'this architecture'} is not in moe-oracle's table of {engine} model classes"
+        return _not_listed(engine, architecture)
     if row.mega and rocm:
         return f"{row.block} calls the mega path only on CUDA ({row.source}); on ROCm it has no AITER diversion"
     if engine == "sglang":

@@ -40,6 +40,7 @@ from moe_oracle.model.types import (
 
 __all__ = [
     "ATTENTION_KINDS",
+    "UNWEIGHED",
     "AttentionKind",
     "Footprint",
     "Formats",
@@ -48,6 +49,7 @@ __all__ = [
     "checkpoint_kv_fp8",
     "linear_bytes",
     "read_footprint",
+    "unweighed_note",
 ]
 
 _WRAPPERS = ("text_config", "llm_config", "language_config")
@@ -433,6 +435,59 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
     ),
 }
 ATTENTION_KINDS["bailing_moe_v2"] = ATTENTION_KINDS["bailing_moe"]
+
+#: Families the model reader reads that no entry above weighs (by ``FamilyRules.family``), each with what sets it
+#: apart from the shapes above (empty: no entry has been written for it yet). Their fit weighs the routed experts
+#: only and its note names what it leaves out (:func:`unweighed_note`); ``tests/model/test_family_facts.py`` keeps
+#: this list, the table and the reader in agreement.
+UNWEIGHED: dict[str, str] = {
+    "deepseek_v41": "its engram embedding tables (engram_*), the KV and indexer it shares across layers "
+    "(kv_source_layer_ids, index_source_layer_ids), its DSpark draft layers and its vision tower",
+    "minimax_m3": "its sparse-attention index heads (sparse_attention_config) and its MTP modules",
+    "gemma4": "the dense MLP beside the experts in each layer (enable_moe_block), the global layers' own head size "
+    "and KV heads (global_head_dim, num_global_key_value_heads, attention_k_eq_v) and its vision tower",
+    "laguna": "its per-layer head counts (num_attention_heads_per_layer), its softplus output gate (gating) and its "
+    "sliding layers' sinks",
+    "mimo_v2": "its two attention shapes (full and sliding-window layers with their own KV heads, swa_*; a V head of "
+    "v_head_dim against the QK head_dim) and the sliding layers' sink biases",
+    "nemotron_h": "its Mamba-2 mixers (the M layers of hybrid_override_pattern) and their recurrent state: its "
+    "attention, Mamba and MoE layers are separate layers",
+    "kimi_k3": "its KDA linear-attention layers (linear_attn_config), its gated MLA layers and the latent projections "
+    "around its experts (routed_expert_hidden_size)",
+    "step3": "its multi-matrix factorization attention (share_q_dim, num_attention_groups) and its vision tower",
+    "deepseek_v2": "",
+    "mellum": "",
+    "qwen4_exp": "",
+    "glm5_next": "",
+    "hy_v3": "",
+    "hy_v4": "",
+    "aria": "",
+    "k2_horizon": "",
+    "interns2_preview": "",
+    "mistral_large_3": "",
+}
+
+
+def unweighed_note(model: ModelDescription) -> str:
+    """The fit's note for a model without a footprint: exactly which weights it leaves out, and why."""
+    n = model.num_hidden_layers
+    moe = sum(len(g.layers) for g in model.layer_groups if g.role not in ("mtp", "draft"))
+    items = [f"attention ({n} layers)" if n else "attention"]
+    if n and n > moe:
+        k = n - moe
+        items.append(f"the {k} layer{'s' if k != 1 else ''} without MoE (its dense MLP or mixer)")
+    if model.main_group.num_shared_experts:
+        items.append("shared experts")
+    items += ["the router", "embeddings and the LM head", "norms"]
+    if any(g.role in ("mtp", "draft") for g in model.layer_groups):
+        items.append("the MTP/draft layers' attention and projections")
+    items.append("the KV cache (so no context length is checked)")
+    family = model.family or model.model_type or "this family"
+    if family in UNWEIGHED:
+        why = f"no footprint entry weighs {family}" + (f" ({UNWEIGHED[family]})" if UNWEIGHED[family] else "")
+    else:
+        why = f"the footprint entry for {family} could not read this config (a field it needs is missing or malformed)"
+    return f"not weighed: {', '.join(items)}: {why} (moe_oracle/model/footprint.py)"
 
 
 def checkpoint_kv_fp8(config: dict[str, Any], hf_quant_config: Any = None) -> bool:
