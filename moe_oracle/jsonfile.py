@@ -82,6 +82,49 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+def _text_depth(text: str) -> int:
+    """The deepest nesting of ``[``/``{`` in JSON ``text`` (strings skipped), found before parsing, so that a
+    hostile document is refused without the parser recursing into it (stops counting past :data:`MAX_DEPTH`)."""
+    level = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            level += 1
+            if level > deepest:
+                deepest = level
+                if deepest > MAX_DEPTH:
+                    return deepest
+        elif ch in "]}":
+            level -= 1
+    return deepest
+
+
+#: Largest JSON value read from one environment variable (the plug-ins' pins and shipped plans are < 8 kB).
+MAX_ENV_JSON_BYTES = 256 * 1024
+
+
+def parse_json_env(name: str, raw: str, *, fix: str, error: type[BadInputError] = BadInputError) -> dict:
+    """The JSON object in environment variable ``name`` (value ``raw``), parsed as strictly as a file (no NaN, no
+    duplicate keys, bounded integers) and bounded in size (:data:`MAX_ENV_JSON_BYTES`) and depth (:data:`MAX_DEPTH`):
+    one line of ``error`` naming the variable, a bounded excerpt of its value, the rule and ``fix`` otherwise."""
+    from moe_oracle.errors import excerpt
+
+    data = raw.encode("utf-8", "surrogateescape")
+    where = f"{name}={excerpt(raw, 40)}"
+    if len(data) > MAX_ENV_JSON_BYTES:
+        raise error(f"{where} is {len(data)} bytes, over the {MAX_ENV_JSON_BYTES}-byte limit for one variable", fix=fix)
+    return parse_json_object(data, where=where, error=error, fix=fix)
+
+
 def parse_json_object(
     data: bytes, *, where: str, error: type[BadInputError] = BadInputError, fix: str | None = None
 ) -> dict:
@@ -99,6 +142,8 @@ def parse_json_object(
         ) from None
     if not text.strip():
         raise error(f"{where} is empty; expected a JSON object", fix=fix)
+    if _text_depth(text) > MAX_DEPTH:
+        raise error(f"{where} is nested too deeply (more than {MAX_DEPTH} levels of arrays and objects)", fix=fix)
     try:
         value = json.loads(
             text,

@@ -75,6 +75,7 @@ class AskedQuestion:
         loaded ones (the matrix loads the file once for every cell); default: the bundled ones and the file's."""
         opts = self.options
         deployment, _ = build_deployment(self.flags, opts.env)
+        check_ep_experts(self.model, deployment)
         software, origin = resolve_engine_software(self.software, self.flags.device, self.engine.value)
         return ResolvedQuestion(
             asked=self,
@@ -85,6 +86,27 @@ class AskedQuestion:
             override=Override.parse(opts.override) if opts.override else None,
             workload=parse_workload(opts.workload, deployment.parallel.tokens_per_rank, opts.decode_tokens),
         )
+
+
+def check_ep_experts(model: ModelDescription, deployment: Deployment) -> None:
+    """An expert-parallel group larger than a layer group's routed experts is refused (exit 2): ranks past the
+    expert count would hold no expert, and every kernel divides the experts over the EP ranks."""
+    from moe_oracle.errors import DeploymentError
+
+    par, gpn = deployment.parallel, deployment.topology.gpus_per_node
+    ep = par.ep
+    for group in model.layer_groups:
+        experts = group.num_experts
+        if ep > experts:
+            divisor = max(d for d in range(1, experts + 1) if experts % d == 0 and d <= ep)
+            dp = max(1, divisor // par.tp)
+            nodes = -(-(dp * par.tp * par.pp) // gpn)
+            layout = f"--dp {dp} --ep {divisor}" + (f" --tp {par.tp}" if par.tp > 1 else "") + f" --nodes {nodes}"
+            raise DeploymentError(
+                f"--ep {ep} is more than the {experts} routed experts of {model.model}'s layer group {group.name!r}: "
+                f"{ep - experts} of the {ep} expert-parallel ranks would hold no expert",
+                fix=f"use at most {divisor} expert-parallel ranks, e.g. {layout} (more GPUs: serve replicas of it)",
+            )
 
 
 @dataclass(frozen=True)

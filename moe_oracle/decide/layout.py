@@ -51,6 +51,7 @@ def propose_layout(
     probe, _ = build_deployment(flags)
     topo = probe.topology
     world = topo.world_size
+    _check_proposable(model, topo.nodes, topo.gpus_per_node, world)
     chosen = replace(flags, tp=1, dp=world, ep=world, pp=1)
     deployment, _ = build_deployment(chosen)
     fit = measure_fit(model, deployment, engine, memory_fraction=memory_fraction)
@@ -78,6 +79,33 @@ def propose_layout(
         f"of {where}: attention data parallel, experts spread over all ranks{split}{mem}"
     )
     return LayoutProposal(chosen, why)
+
+
+#: The largest layout size a flag takes (spec/deployment.py ``Count``: 1..2^16).
+_MAX_RANKS = 1 << 16
+
+
+def _check_proposable(model: ModelDescription, nodes: int, gpus_per_node: int, world: int) -> None:
+    """DP+EP over every GPU given must be a layout the flags could spell: at most 2^16 ranks and no more
+    expert-parallel ranks than routed experts (exit 2, naming the flags that were typed, not a --dp nobody typed)."""
+    from moe_oracle.errors import DeploymentError
+
+    if world > _MAX_RANKS:
+        raise DeploymentError(
+            f"--nodes {nodes} x --gpus-per-node {gpus_per_node} = {world:,} GPUs: with no --tp/--dp/--ep given, "
+            f"moe-oracle proposes DP+EP over every GPU, and a layout spans at most {_MAX_RANKS:,} ranks",
+            fix="give fewer --nodes or --gpus-per-node, or the layout itself (--dp N --ep N)",
+        )
+    experts = min(g.num_experts for g in model.layer_groups)
+    if world > experts:
+        ep = max(d for d in range(1, experts + 1) if experts % d == 0 and d <= world)
+        raise DeploymentError(
+            f"{nodes} node(s) x {gpus_per_node} GPUs = {world} GPUs, more than the {experts} routed experts of "
+            f"{model.model}: with no --tp/--dp/--ep given, moe-oracle proposes EP over every GPU, and ranks past the "
+            "expert count would hold no expert",
+            fix=f"give the layout: e.g. --dp {ep} --ep {ep} --nodes {-(-ep // gpus_per_node)} (more GPUs: serve "
+            "replicas of it), or fewer --nodes",
+        )
 
 
 def smallest_fitting(

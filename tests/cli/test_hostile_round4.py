@@ -8,8 +8,12 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+from pathlib import Path
 
+import moe_oracle.presets
 from moe_oracle.cli.app import main
+
+PRESETS = Path(moe_oracle.presets.__file__).parent
 
 FLASH = "deepseek-ai/DeepSeek-V4-Flash"
 COMPARE = ["compare", FLASH, "--vs", "--engine vllm", "--vs", "--engine sglang"]
@@ -187,3 +191,104 @@ def test_sglang_plugin_logs_a_line_when_switched_off(monkeypatch, caplog):
     with caplog.at_level("WARNING", logger=plugin.LOGGER_NAME):
         plugin.register()  # returns before importing SGLang
     assert any("off (MOE_ORACLE_SGLANG_PLUGIN=0)" in r.getMessage() for r in caplog.records)
+
+
+# --- model inputs, layouts --------------------------------------------------------------------------------------
+
+
+def _glm_with(tmp_path, **changes):
+    config = json.loads((PRESETS / "zai-org--GLM-5-FP8" / "config.json").read_text())
+    config.update(changes)
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    return str(tmp_path)
+
+
+def test_hostile_vocab_size_is_refused_with_the_key(tmp_path):
+    for value in (-1, 1e308, 256.5, True, None):
+        code, _, err = run(
+            "select", _glm_with(tmp_path, vocab_size=value), "--device", "h200", "--dp", "8", "--ep", "8"
+        )
+        assert code == 2 and "vocab_size" in one_line(err) and json.dumps(value) in err, err
+
+
+def test_hostile_tie_word_embeddings_is_refused_with_the_key(tmp_path):
+    for value in (256, "yes"):
+        path = _glm_with(tmp_path, tie_word_embeddings=value)
+        code, _, err = run("select", path, "--device", "h200", "--dp", "8", "--ep", "8")
+        assert code == 2 and "tie_word_embeddings" in one_line(err) and "true or false" in err, err
+
+
+def test_ep_larger_than_the_routed_experts_is_refused_with_a_layout_that_works():
+    code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "64", "--dp", "512", "--ep", "512")
+    assert code == 2 and "--ep 512 is more than the 256 routed experts" in one_line(err)
+    fix = err.split("e.g. ")[1].split(" (")[0].split()
+    assert run("select", FLASH, "--device", "h200", *fix)[0] == 0, fix
+
+
+def test_a_proposed_layout_never_names_a_dp_nobody_typed():
+    code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "65536", "--gpus-per-node", "65536")
+    assert code == 2 and "--dp 4294967296" not in err and "--nodes 65536 x --gpus-per-node 65536" in one_line(err)
+    code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "64")
+    assert code == 2 and "--dp 512" not in err and "256 routed experts" in one_line(err)
+
+
+# --- plug-in environment readers -------------------------------------------------------------------------------
+
+
+def test_plugin_env_readers_refuse_deep_json_and_huge_numbers_in_one_line():
+    from moe_oracle.engines.sglang.shipped import read_request, shipped_plan
+    from moe_oracle.engines.vllm.shipped import read_request as vllm_request
+    from moe_oracle.engines.vllm.snapshot import check_env
+    from moe_oracle.errors import BadInputError
+
+    deep = "{" + '"a":[' * 400 + "1" + "]" * 400 + "}"  # ~2 kB
+    readers = {
+        "MOE_ORACLE_SGLANG_BACKEND": lambda v: read_request({"MOE_ORACLE_SGLANG_BACKEND": v}),
+        "MOE_ORACLE_SGLANG_PLAN": lambda v: shipped_plan({"MOE_ORACLE_SGLANG_PLAN": v}),
+        "MOE_ORACLE_VLLM_BACKEND": lambda v: vllm_request({}, {"MOE_ORACLE_VLLM_BACKEND": v}),
+        "MOE_ORACLE_DOMAIN_SIZE": lambda v: check_env({"MOE_ORACLE_DOMAIN_SIZE": v}),
+    }
+    for name, read in readers.items():
+        for value in (deep, "9" * 5000, "\u0663"):
+            try:
+                read(value)
+            except BadInputError as exc:
+                line = exc.one_line()
+                assert name in line and "\n" not in line and len(line) < 1500, line
+            else:
+                assert name != "MOE_ORACLE_DOMAIN_SIZE" and value != deep, (name, value[:20])
+
+
+def test_vllm_explicit_backend_is_validated_whatever_the_domain_variable_says():
+    from moe_oracle.engines.vllm.plugin import resolve
+    from moe_oracle.engines.vllm.snapshot import VllmSnapshot
+
+    config = json.loads((PRESETS / "deepseek-ai--DeepSeek-V4-Flash" / "config.json").read_text())
+    snap = VllmSnapshot(
+        architecture="DeepseekV4ForCausalLM",
+        hf_config=config,
+        model=FLASH,
+        additional_config={"moe_oracle": {"backend": "no_such_backend"}},
+        env={"MOE_ORACLE_DOMAIN_SIZE": "9" * 5000},
+    )
+    out = resolve(snap)
+    assert out.action == "refuse" and "MOE_ORACLE_DOMAIN_SIZE" in out.error, out
+
+
+# --- the module entry ---------------------------------------------------------------------------------------
+
+
+def test_python_m_does_not_import_the_working_directory(tmp_path):
+    import subprocess
+    import sys
+
+    for name in ("json", "click", "shlex"):
+        (tmp_path / f"{name}.py").write_text(f"raise SystemExit('imported {name}.py from the working directory')\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "moe_oracle", "list", "devices"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "h200" in done.stdout, done.stderr

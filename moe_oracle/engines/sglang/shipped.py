@@ -64,12 +64,9 @@ def read_request(env: Mapping[str, str]) -> Request:
         return Request()
     text = raw.strip()
     if text.startswith("{"):
-        try:
-            pins = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(
-                f"{ENV_BACKEND}={shown(raw)} is not valid JSON ({exc.msg} at column {exc.colno})", fix=_FIX
-            ) from None
+        from moe_oracle.jsonfile import parse_json_env
+
+        pins = parse_json_env(ENV_BACKEND, text, fix=_FIX)
         if not isinstance(pins, dict):
             raise BadInputError(f"{ENV_BACKEND}={shown(raw)} must be a JSON object of pins", fix=_FIX)
         groups, emulate = _group_pins(pins, ENV_BACKEND, OWN, _FIX)
@@ -88,12 +85,14 @@ def shipped_plan(env: Mapping[str, str]) -> dict[str, Any] | None:
     raw = env.get(ENV_PLAN)
     if not raw:
         return None
+    from moe_oracle.jsonfile import parse_json_env
+
+    fix = f"unset {ENV_PLAN}: the plug-in writes it in the launching process."
     try:
-        plan = json.loads(raw)
-    except ValueError:
+        plan = parse_json_env(ENV_PLAN, raw, fix=fix)
+    except BadInputError as exc:
         raise BadInputError(
-            f"{ENV_PLAN}={shown(raw)} is not a plan moe-oracle's plug-in wrote",
-            fix=f"unset {ENV_PLAN}: the plug-in writes it in the launching process.",
+            f"{ENV_PLAN}={shown(raw)} is not a plan moe-oracle's plug-in wrote ({exc.message})", fix=fix
         ) from None
     check_plan(plan)
     return plan

@@ -139,14 +139,9 @@ def _backend_from_env(env: Mapping[str, str]) -> Any:
         return None
     text = raw.strip()
     if text.startswith("{"):
-        import json
+        from moe_oracle.jsonfile import parse_json_env
 
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInputError(
-                f"{ENV_BACKEND}={shown(raw)} is not valid JSON ({exc.msg} at column {exc.colno})", fix=_FIX
-            ) from None
+        return parse_json_env(ENV_BACKEND, text, fix=_FIX)
     return raw
 
 

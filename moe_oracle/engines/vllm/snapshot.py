@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -158,7 +159,8 @@ def _positive(env: dict[str, str], name: str, upper: int) -> int | None:
     if raw is None or not raw.strip():
         return None
     text = raw.strip()
-    if not text.isdigit() or not 1 <= int(text) <= upper:
+    # ASCII digits, at most as many as ``upper`` has: int() of 5,000 digits raises, and str.isdigit takes '٣'
+    if not re.fullmatch(f"[0-9]{{1,{len(str(upper))}}}", text) or not 1 <= int(text) <= upper:
         raise BadInputError(
             f"{name}={shown(raw)} is not a whole number from 1 to {upper}",
             fix=f"unset {name} or set it to the GPUs of one NVLink/XGMI domain (e.g. 8, 72).",

@@ -47,10 +47,49 @@ def _format(resolver: QuantResolver, label: str, names: tuple[str, ...]) -> Quan
         return resolver.base_shared()
 
 
+#: The largest vocabulary taken as real (the largest public ones are ~256k tokens; 2^31 bounds any int32 id).
+MAX_VOCAB = 2**31
+
+
+def check_footprint_fields(config: dict[str, Any]) -> None:
+    """``vocab_size`` and ``tie_word_embeddings`` as the memory fit reads them, refused when present but malformed
+    (exit 2 naming the key, the value and the fix) instead of silently weighing less: a vocab of -1, 1e308, 256.5,
+    true or null would drop the embeddings and LM head from the fit, and 256 or "yes" for ``tie_word_embeddings``
+    would read as untied."""
+    import json
+
+    from moe_oracle.errors import excerpt
+    from moe_oracle.model.footprint import language_config
+
+    def shown(value: Any) -> str:  # as config.json spells it (true, null, "yes")
+        return excerpt(json.dumps(value))[1:-1]
+
+    holders = [config] + ([language_config(config)] if language_config(config) is not config else [])
+    for holder in holders:
+        where = "config.json" if holder is config else "config.json's language-model config"
+        if "vocab_size" in holder:
+            vocab = holder["vocab_size"]
+            if isinstance(vocab, bool) or not isinstance(vocab, int) or not 1 <= vocab <= MAX_VOCAB:
+                raise ModelConfigError(
+                    f"{where} vocab_size {shown(vocab)} is not a whole number of tokens from 1 to {MAX_VOCAB} "
+                    "(the memory fit weighs the embeddings and the LM head with it)",
+                    fix="correct vocab_size in config.json: the tokenizer's vocabulary size (e.g. 129280)",
+                )
+        tied = holder.get("tie_word_embeddings")
+        if tied is not None and not isinstance(tied, bool):
+            raise ModelConfigError(
+                f"{where} tie_word_embeddings {shown(tied)} is not true or false (a JSON boolean): whether the LM "
+                "head is a second copy of the embeddings decides the weights the fit weighs",
+                fix="write tie_word_embeddings as true or false in config.json",
+            )
+
+
 def describe_footprint(
     config: dict[str, Any], hf_quant_config: Any, desc: ModelDescription, resolver: QuantResolver
 ) -> Footprint | None:
-    """The footprint of ``desc`` (None when its family has no table entry or its config lacks a needed field)."""
+    """The footprint of ``desc`` (None when its family has no table entry or its config lacks a needed field;
+    exit 2 for a malformed ``vocab_size`` / ``tie_word_embeddings``: :func:`check_footprint_fields`)."""
+    check_footprint_fields(config)
     n = desc.num_hidden_layers or 0
     main = sorted(i for g in desc.layer_groups if g.role not in ("mtp", "draft") for i in g.layers)
     first = main[0] if main else 0
