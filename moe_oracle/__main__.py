@@ -11,7 +11,7 @@ import sys
 
 
 def _drop_working_directory() -> None:
-    if sys.flags.safe_path or not sys.path:
+    if getattr(sys.flags, "safe_path", False) or not sys.path:  # Python 3.11+: -P given
         return
     first = sys.path[0]
     try:
