@@ -159,7 +159,9 @@ class Gqa:
     boolean config key: ``qkv_bias`` (q/k/v biases), ``o_bias``, ``qk_norm`` (RMSNorm over one head's ``d``),
     ``qk_norm_full`` (over all heads: MiniMax-M2), ``output_gate`` (a sigmoid gate as wide as the output
     doubles ``q_proj``: Qwen3-Next, Qwen3.5 ``attn_output_gate``), ``sinks`` (one learned logit per head:
-    gpt-oss). Partial rotary changes no weight."""
+    gpt-oss), ``head_gate`` (a config key: a separate gate projection ``g_proj``, ``[H_q, H]`` when the key is
+    true or ``per-head``, ``[H_q*d, H]`` for any other value: Laguna ``gating``). Partial rotary changes no
+    weight."""
 
     qkv_bias: str | bool = False
     o_bias: str | bool = False
@@ -167,11 +169,17 @@ class Gqa:
     qk_norm_full: bool = False
     output_gate: str | bool = False
     sinks: bool = False
+    head_gate: str = ""
 
     def __call__(self, cfg: _Cfg) -> _Att:
         h, nh, nkv, d = cfg.int("hidden_size"), cfg.int("num_attention_heads"), _kv_heads(cfg), _head_dim(cfg)
         q_rows = nh * d * (2 if cfg.flag(self.output_gate) else 1)
         dense = [(q_rows, h), (nkv * d, h), (nkv * d, h), (h, nh * d)]
+        gate = cfg.c.get(self.head_gate) if self.head_gate else None
+        if gate is True or gate == "per-head":  # vLLM laguna.py:331-347: g_out = heads, or heads x head_dim
+            dense.append((nh, h))
+        elif gate not in (None, False):
+            dense.append((nh * d, h))
         raw = 2 * (nh * d + 2 * nkv * d) if cfg.flag(self.qkv_bias) else 0
         raw += 2 * h if cfg.flag(self.o_bias) else 0
         if self.qk_norm_full and cfg.flag(self.qk_norm):
@@ -340,6 +348,10 @@ class AttentionKind:
     vision: Callable[[dict[str, Any]], Part] | None = None
     notes: tuple[str, ...] = field(default=())
     mtp_note: str = ""  # said when the config counts no MTP layer though the checkpoint ships one
+    #: a config key listing each layer's query-head count (Laguna-XS ``num_attention_heads_per_layer``)
+    heads_per_layer: str = ""
+    #: a boolean config key that gives every sliding-window layer a learned sink logit per head (bf16)
+    sliding_sinks: str = ""
 
 
 _HF = "https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/models"
@@ -433,6 +445,13 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
         _kv_gqa,
         source=f"GQA with fused query_key_value ({_VLLM}/bailing_moe.py)",
     ),
+    "laguna": AttentionKind(
+        Gqa(qkv_bias="attention_bias", o_bias="attention_bias", qk_norm=True, head_gate="gating"),
+        _kv_gqa,
+        heads_per_layer="num_attention_heads_per_layer",
+        sliding_sinks="swa_attention_sink_enabled",
+        source=f"GQA with q/k norms, a softplus head gate (g_proj) and per-layer head counts ({_VLLM}/laguna.py)",
+    ),
 }
 ATTENTION_KINDS["bailing_moe_v2"] = ATTENTION_KINDS["bailing_moe"]
 
@@ -446,8 +465,6 @@ UNWEIGHED: dict[str, str] = {
     "minimax_m3": "its sparse-attention index heads (sparse_attention_config) and its MTP modules",
     "gemma4": "the dense MLP beside the experts in each layer (enable_moe_block), the global layers' own head size "
     "and KV heads (global_head_dim, num_global_key_value_heads, attention_k_eq_v) and its vision tower",
-    "laguna": "its per-layer head counts (num_attention_heads_per_layer), its softplus output gate (gating) and its "
-    "sliding layers' sinks",
     "mimo_v2": "its two attention shapes (full and sliding-window layers with their own KV heads, swa_*; a V head of "
     "v_head_dim against the QK head_dim) and the sliding layers' sink biases",
     "nemotron_h": "its Mamba-2 mixers (the M layers of hybrid_override_pattern) and their recurrent state: its "
@@ -563,6 +580,27 @@ def _attention_kinds(cfg: _Cfg, kind: AttentionKind, n: int) -> tuple[str, ...]:
     return ("full",) * n
 
 
+def _attention_groups(kind: AttentionKind, cfg: _Cfg, layers: _Layers) -> list[tuple[int, _Att, int]]:
+    """``(layers, one layer's attention, sink bytes of those layers)`` over the main model's attention layers (all
+    but linear-attention ones), one entry per query-head count when ``kind.heads_per_layer`` lists them."""
+    indices = [i for i, k in enumerate(layers.kinds or ("full",) * layers.n) if k != "linear"]
+    per = cfg.list(kind.heads_per_layer) if kind.heads_per_layer else []
+    sinks = bool(kind.sliding_sinks) and cfg.flag(kind.sliding_sinks)
+    if not per and not sinks:
+        return [(len(indices), kind.attention(cfg), 0)]
+    if per and (len(per) < layers.n or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in per)):
+        raise ValueError(kind.heads_per_layer)
+    counts: dict[tuple[int, bool], int] = {}
+    for i in indices:
+        heads = per[i] if per else cfg.int("num_attention_heads")
+        key = (heads, sinks and layers.kinds[i] == "sliding")
+        counts[key] = counts.get(key, 0) + 1
+    return [
+        (count, kind.attention(_Cfg({**cfg.c, "num_attention_heads": heads})), count * 2 * heads if sink else 0)
+        for (heads, sink), count in sorted(counts.items())
+    ]
+
+
 def _shared_parts(group: MoELayerGroup, layers: int, fmt: QuantSpec, h: int, prefix: str, mtp: bool) -> list[Part]:
     """The shared experts of ``layers`` MoE layers (and the per-token gate in front of them, Qwen)."""
     if not group.num_shared_experts or not layers:
@@ -600,20 +638,20 @@ def _read(
     h, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     experts = main.num_experts
     full_att = kind.attention(cfg)
-    att_layers = n - layers.count("linear")
+    groups = _attention_groups(kind, cfg, layers)
     att_fmt = formats.attention
     parts = [
         Part(
             name="attention",
             kind=PartKind.ATTENTION,
-            linear=tuple((att_layers, a, b) for a, b in full_att[0]),
+            linear=tuple((count, a, b) for count, att, _ in groups for a, b in att[0]),
             fmt=att_fmt,
-            raw_bytes=att_layers * full_att[2],
+            raw_bytes=sum(count * att[2] + sinks for count, att, sinks in groups),
         ),
         Part(
             name="attention (bf16 parts)",
             kind=PartKind.ATTENTION,
-            linear=tuple((att_layers, a, b) for a, b in full_att[1]),
+            linear=tuple((count, a, b) for count, att, _ in groups for a, b in att[1]),
         ),
     ]
     if kind.linear is not None and layers.count("linear"):

@@ -84,3 +84,31 @@ def test_the_named_families_without_a_full_fit_say_what_is_left_out() -> None:
         assert UNWEIGHED.get(desc.family), source
         assert note.startswith("not weighed: attention") and "the router" in note and "the KV cache" in note
         assert f"no footprint entry weighs {desc.family} ({UNWEIGHED[desc.family]})" in note
+
+
+def test_laguna_is_weighed_in_full_as_vllm_builds_it() -> None:
+    """Laguna-XS.2 (vLLM 0.33 laguna.py): q/k/v/o plus a per-head g_proj for each layer's own head count (10 full
+    layers of 48 heads, 30 sliding ones of 64), q/k norms, one dense layer, a shared expert per MoE layer, the
+    fp32 score-correction bias, untied embeddings; KV on the full layers (fp8: the checkpoint's kv_cache_scheme)
+    and a 512-token window on the sliding ones."""
+    desc = resolve_model("tests/fixtures/models/poolside--Laguna-XS.2-FP8")
+    fp = desc.footprint
+    assert fp is not None and "laguna.py" in fp.source
+    parts = {p.name: p for p in fp.parts}
+    h, d, kv = 2048, 128, 8
+    attention = set(parts["attention"].linear)
+    for layers, heads in ((10, 48), (30, 64)):
+        assert {
+            (layers, heads * d, h),
+            (layers, kv * d, h),
+            (layers, h, heads * d),
+            (layers, heads, h),
+        } <= attention
+    assert parts["attention"].raw_bytes == 40 * 2 * 2 * d  # q_norm and k_norm, bf16
+    assert parts["attention"].fmt.label() == "bf16"  # q/k/v/o/g_proj are in the quantization config's ignore list
+    assert parts["router"].linear == ((39, 256, h),) and parts["router"].raw_bytes == 39 * 256 * 4
+    assert parts["dense MLP layers"].linear == ((2, 8192, h), (1, h, 8192))
+    assert parts["shared experts"].linear == ((39, 512, h), (39, 512, h), (39, h, 512))
+    assert "LM head" in parts and parts["embeddings"].linear == ((1, 100352, h),)
+    assert fp.kv_bytes_per_token == 10 * 2 * kv * d * 1
+    assert fp.kv_bytes_fixed == 30 * 512 * 2 * kv * d * 1
