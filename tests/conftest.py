@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import tempfile
+
 import pytest
+
+# tests never read the calibration ``moe-oracle tune`` wrote on this machine: an empty cache of their own
+os.environ["MOE_ORACLE_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-oracle-test-cache-")
+os.environ.pop("MOE_ORACLE_CALIBRATION", None)
 
 
 def _gpu_available() -> bool:

@@ -24,7 +24,7 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
         ),
         ("declarations and inputs", "cost engine_gates inputs registry"),
         ("decision", "decide"),
-        ("uses of the decision", "answers engines fit kernels launch probe_report report runtime"),
+        ("uses of the decision", "answers engines fit kernels launch probe_report report runtime tune"),
         ("command line", "__main__ api cli"),
         # the package itself: its public names (moe_oracle.select, ...) are loaded by name on first use
         ("front door", ""),

@@ -30,6 +30,7 @@ class LazyGroup(click.Group):
         "plan": ("moe_oracle.cli.cmd_plan", "plan"),
         "serve": ("moe_oracle.cli.cmd_serve", "serve"),
         "compare": ("moe_oracle.cli.cmd_compare", "compare"),
+        "tune": ("moe_oracle.cli.cmd_tune", "tune"),
     }
 
     def list_commands(self, ctx: click.Context) -> list[str]:

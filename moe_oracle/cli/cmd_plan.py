@@ -71,7 +71,10 @@ def plan(model: str | None, **kw: Any) -> None:
     check = kw.pop("check")
     as_json = kw.pop("as_json")
     if examples_dir is not None:
+        from moe_oracle.cost.local import use_file
         from moe_oracle.launch.examples import write_examples
+
+        use_file("none")  # the example plans are the package's answer, never this machine's calibration
 
         stale = write_examples(examples_dir, check=check)
         if as_json:  # one document, whatever the outcome (exit 6 included)

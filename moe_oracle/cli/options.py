@@ -190,8 +190,10 @@ def flags_from(kw: dict[str, Any]) -> DeploymentFlags:
 def options_from(kw: dict[str, Any]) -> Any:
     """The :class:`~moe_oracle.decide.asked.QuestionOptions` of the parsed options (pops them): environment,
     override (where the command takes one), advisories, workload, conversions, decode batch, memory share."""
+    from moe_oracle.cost.local import use_file
     from moe_oracle.decide.asked import QuestionOptions
 
+    use_file(kw.pop("calibration", None))  # read now: a bad file is one line before anything is decided
     env = env_from(kw.pop("env_items"))
     conversion = conversion_from(kw)
     return QuestionOptions(
@@ -390,6 +392,13 @@ def _weighing_options() -> list[Callable[..., Any]]:
             default="mixed",
             show_default=True,
             help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
+        ),
+        click.option(
+            "--calibration",
+            default=None,
+            metavar="FILE|none",
+            help="Kernel times measured by moe-oracle tune [default: this machine's file for the device, when it "
+            "was measured through the builds of --software; none: the package's calibration only].",
         ),
         click.option("--no-convert", is_flag=True, help="Forbid load-time conversion of the routed experts."),
         click.option(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -39,6 +40,8 @@ class Calibration:
     top_k: int
     expert_bytes: int
     points: tuple[tuple[int, float | None, float], ...]
+    #: "measured on this machine (date)" for an entry of a local calibration file (:mod:`moe_oracle.cost.local`)
+    origin: str = ""
 
     @classmethod
     def from_entry(cls, e: dict) -> Calibration:
@@ -91,8 +94,14 @@ class Fit:
         return sum(c * v for c, v in zip(self.coef, x, strict=True))
 
 
+#: The entries of the local calibration file the current decision uses (set by
+#: :func:`moe_oracle.cost.local.active_for`); they come before the package's.
+ACTIVE_LOCAL: ContextVar[tuple[Calibration, ...]] = ContextVar("moe_oracle_local_calibration", default=())
+
+
 def load_calibrations() -> tuple[Calibration, ...]:
-    return _load()
+    """The local entries in use (if any), then the package's (``moe_oracle/data/calibration.json``)."""
+    return ACTIVE_LOCAL.get() + _load()
 
 
 @lru_cache(maxsize=1)

@@ -157,6 +157,8 @@ def estimate_us(
     if same is not None and same.ep == ep:
         kind = "measured" if same.measured else "published"
         basis = f"{kind} points, {same.device} EP{same.ep}, {same.library} ({same.source})"
+        if same.origin:
+            basis = f"{same.origin}: {same.device} EP{same.ep}, {same.library}, {len(same.points)} points"
         return CostEstimate(interpolate(same, tokens), basis, same.measured)
     if cals:
         fitted = (same,) if same is not None else cals  # this shape's own fit, else what the shapes share
@@ -169,6 +171,10 @@ def estimate_us(
             f"{kind}, {head.device} EP{head.ep}, {head.library}; {f.num_points}-point fit over {shapes}, max error "
             f"{f.max_rel_error:.0%} ({_sources(fitted)})"
         )
+        local = [c for c in fitted if c.origin]
+        if local:
+            where = "this shape" if same is not None else f"{len(local)} of the {len(fitted)} shapes"
+            basis = f"{local[0].origin} ({where}), fit to EP{ep}: " + basis
         return CostEstimate(us, basis, head.measured)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from moe_oracle.cost.local import active_for
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.decide.accuracy_class import accuracy_class, needs_low_precision_opt_in
@@ -224,10 +225,12 @@ def decide(
     question = Question.of(
         model, deployment, software, engine=engine, workload=workload, conversion=conversion, advisories=advisories
     )
-    if override is None:
-        # allow_fallback is recorded as given, so a record replays with the same inputs
-        return replace(decide_automatically(question, reg), allow_fallback=allow_fallback)
-    return decide_with_override(question, override, reg, allow_fallback=allow_fallback)
+    # a calibration measured on this machine (moe-oracle tune) for this device and these builds costs the paths
+    with active_for(deployment.device.name, software):
+        if override is None:
+            # allow_fallback is recorded as given, so a record replays with the same inputs
+            return replace(decide_automatically(question, reg), allow_fallback=allow_fallback)
+        return decide_with_override(question, override, reg, allow_fallback=allow_fallback)
 
 
 def decide_automatically(question: Question, registry: Registry | None = None) -> Decision:

@@ -20,6 +20,8 @@ DELIBERATE = {
     ("serve", "--engine"): "serve launches an engine: vllm or sglang, required",
     ("matrix", "--engine"): "an axis of the matrix: a comma list of engines",
     ("matrix", "--software"): "an axis of the matrix: a comma list of profiles (default None, as select's)",
+    ("tune", "--device"): "tune measures this machine's GPU: local by default (a catalogue device only with --dry-run)",
+    ("tune", "--tokens"): "the token counts tune measures: a comma list (accuracy routes one count)",
 }
 
 #: The deciding commands and the options ``select`` decides with that each of them must take.

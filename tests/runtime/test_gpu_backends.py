@@ -22,6 +22,7 @@ from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_mo
 from moe_oracle.runtime.accuracy import random_masters, variant_weight_quant
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.runtime.tolerance import RUN_TO_RUN
 from tests.model.model_test_helpers import FIXTURES
 
 pytestmark = pytest.mark.gpu
@@ -129,8 +130,15 @@ def test_real_kernel_matches_twin(model, variant, tokens, specs):
     act = spec.recipe.l1_input
     assert calc_diff(y_real, y_twin) < TWIN_TOL[act]
     assert calc_diff(y_real[rows], ref) < REF_TOL[act]
-    # repeated calls give the same result (buffers are reused, nothing leaks between calls)
-    assert calc_diff(real(x, ids, w).float(), y_real) < 1e-6
+    # repeated calls agree within the kernel's own measured run-to-run variation (buffers are reused, nothing
+    # leaks between calls): bit-identical for sm90_fp8xfp8, calc_diff <= 2e-4 for sm90_fp8xfp4 (not deterministic,
+    # up to 8.8e-5 seen); a variant not measured on hardware is held to its kernel vs twin bound
+    bound, _measured = RUN_TO_RUN.get(variant, (TWIN_TOL[act], "unmeasured"))
+    again = real(x, ids, w).float()
+    if bound == 0.0:
+        assert torch.equal(again, y_real)
+    else:
+        assert calc_diff(again, y_real) <= bound
 
 
 def test_the_installed_deepgemm_build_is_recognised_and_its_limits_refuse_before_allocation(specs):
