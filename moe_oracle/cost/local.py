@@ -88,7 +88,7 @@ class CalibrationFile:
             return self
         keys = {_key(e) for e in self.entries}
         kept = tuple(e for e in older.entries if _key(e) not in keys)
-        shapes = {
+        shapes: set[tuple[object, ...]] = {
             (lim.path, lim.hidden_size, lim.moe_intermediate_size, lim.num_experts, lim.top_k) for lim in self.limits
         }
         shapes |= {(e.variant, *_key(e)[1:5]) for e in self.entries}
@@ -187,7 +187,7 @@ def parse(doc: object, path: str = "<calibration>") -> CalibrationFile:
         if not isinstance(raw, list) or len(raw) > MAX_ENTRIES:
             raise ValueError(f"entries must be a list of at most {MAX_ENTRIES}")
         entries = tuple(_entry(e, date) for e in raw)
-        limits = tuple(TuneLimit(**_limit(x)) for x in doc.get("limits", []))
+        limits = tuple(_limit(x) for x in doc.get("limits", []))
         stamp = doc.get("stamp", {})
         if not isinstance(stamp, dict):
             raise ValueError("stamp must be an object")
@@ -214,21 +214,19 @@ def _entry(e: object, date: str) -> Calibration:
     return Calibration(**{**cal.__dict__, "origin": f"measured on this machine ({date})"})
 
 
-def _limit(x: object) -> dict[str, object]:
+def _limit(x: object) -> TuneLimit:
     if not isinstance(x, dict):
         raise ValueError("a limit is not an object")
-    want = {
-        "path": str,
-        "tokens": int,
-        "hidden_size": int,
-        "moe_intermediate_size": int,
-        "num_experts": int,
-        "top_k": int,
-        "reason": str,
-    }
-    if set(x) != set(want) or not all(isinstance(x[k], t) for k, t in want.items()):
-        raise ValueError(f"a limit needs exactly {', '.join(want)}")
-    return x
+    ints = ("tokens", "hidden_size", "moe_intermediate_size", "num_experts", "top_k")
+    if set(x) != {"path", "reason", *ints}:
+        raise ValueError(f"a limit needs exactly path, reason, {', '.join(ints)}")
+    if not isinstance(x["path"], str) or not isinstance(x["reason"], str):
+        raise ValueError("a limit's path and reason are strings")
+    if not all(isinstance(x[k], int) and not isinstance(x[k], bool) for k in ints):
+        raise ValueError(f"a limit's {', '.join(ints)} are integers")
+    return TuneLimit(
+        x["path"], x["tokens"], x["hidden_size"], x["moe_intermediate_size"], x["num_experts"], x["top_k"], x["reason"]
+    )
 
 
 def write(cal: CalibrationFile, path: str | Path, what: str = "--out") -> Path:

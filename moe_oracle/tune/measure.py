@@ -21,6 +21,7 @@ import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import torch
@@ -184,7 +185,7 @@ def measure_group(
             row = Row(t, int((counts > 0).sum()), float(counts.max()) / max(1, int(counts.sum())))
             rows_idx = torch.arange(min(t, 128), device="cuda")
             refs: dict[Any, torch.Tensor] = {}
-            fns = {}
+            fns: dict[str, Callable[[], object]] = {}
             for label, (p, layer) in layers.items():
                 if t not in p.tokens:
                     continue
@@ -202,10 +203,10 @@ def measure_group(
                         limit(label, t, f"call: {_failure(failed, log)}")
                         continue
                     xq = _staged(p, layer, x)
-                    conv = p.conversion.label if p.conversion else ""
-                    key = (p.fused, p.key if p.fused else "nonfused", conv)
+                    conv_label = p.conversion.label if p.conversion else ""
+                    key = (p.fused, p.key if p.fused else "nonfused", conv_label)
                     if key not in refs:  # the path's own weights: a lossy conversion is the path's, not an error
-                        weights = converted[conv] if conv else stored
+                        weights = converted[conv_label] if conv_label else stored
                         refs[key] = reference_moe(xq[rows_idx], ids[rows_idx], w[rows_idx], weights, g.activation)
                     d = calc_diff(y[rows_idx].float(), refs[key])
                 except Exception as exc:  # the kernel failed to compile or launch for this call
@@ -215,7 +216,7 @@ def measure_group(
                     limit(label, t, f"wrong result: calc_diff {d:.2e} against the FP32 reference (bound {REF_TOL})")
                     continue
                 row.calc_diff[label] = d
-                fns[label] = lambda layer=layer, x=x, ids=ids, w=w: layer(x, ids, w)
+                fns[label] = partial(layer, x, ids, w)
             if fns:
                 on_step(f"T={t} timing {len(fns)} paths")
                 cond = Condition()
@@ -231,6 +232,10 @@ def measure_group(
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     return points, rows
+
+
+def _prefixed(on_step: Callable[[str], None], name: str, text: str) -> None:
+    on_step(f"{name}: {text}")
 
 
 def _nvml_stamp() -> dict[str, object]:
@@ -276,7 +281,7 @@ def measure(
     rows: dict[str, list[Row]] = {}
     for gp in plan.groups:
         g = gp.group
-        points, group_rows = measure_group(gp, limits, skew=skew, on_step=lambda s, n=g.name: on_step(f"{n}: {s}"))
+        points, group_rows = measure_group(gp, limits, skew=skew, on_step=partial(_prefixed, on_step, g.name))
         rows[g.name] = group_rows
         for p in gp.paths:
             pts = points.get(p.label, [])
