@@ -29,3 +29,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         # in a directory named ``gpu`` would skip every test)
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _no_named_calibration():
+    """``--calibration FILE`` holds for the rest of a process (the CLI's own lifetime); a test's command must not
+    leave it set for the next test's decision."""
+    yield
+    from moe_oracle.cost.local import use_file
+
+    use_file(None)
