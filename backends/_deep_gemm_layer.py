@@ -19,8 +19,10 @@ graph.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -46,6 +48,23 @@ from moe_oracle.runtime.vendor import (
 )
 
 LIBRARY = "deep_gemm"
+
+
+@contextlib.contextmanager
+def _pdl_off(dg: Any) -> Iterator[None]:
+    """DeepGEMM's process-wide PDL switch off for one launch (``deep_gemm.set_pdl``), restored afterwards even when
+    the launch raises; a host-side flag, so a CUDA-graph capture records the launch without PDL."""
+    set_pdl = getattr(dg, "set_pdl", None)
+    if not callable(set_pdl):
+        yield
+        return
+    set_pdl(False)
+    try:
+        yield
+    finally:
+        set_pdl(True)
+
+
 #: keyword of the kernels that take the step's mean tokens per EP rank to choose BLOCK_M (seed 000)
 BLOCK_M_HINT = "num_tokens_for_block_m"
 #: symmetric buffers by :meth:`DeepGemmMegaMoE.buffer_cache_key`, released with the last layer that uses one
@@ -73,6 +92,11 @@ class DeepGemmMegaMoE(MegaMoELayer):
     BUFFER_KWARGS: ClassVar[dict[str, Any]] = {}
     KERNEL_KWARGS: ClassVar[dict[str, Any]] = {}
     ENV_DEFAULTS: ClassVar[dict[str, str]] = {}
+    #: the kernel waits on the grid dependency (``cudaGridDependencySynchronize``) before its first load, so it may
+    #: be launched as a PDL secondary. DeepGEMM PR #447 (review of 2026-09-15): only the SM100 FP8xFP4 kernel
+    #: (``sm100_fp8_fp4_mega_moe.cuh``) does; the SM90 FP8 and SM100 NVFP4 mega kernels never wait (advisory
+    #: MOA-2026-002, ``data/launch_advisories.json``). False unless a variant's kernel is known to wait.
+    KERNEL_WAITS_FOR_GRID_DEPENDENCY: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -256,7 +280,12 @@ class DeepGemmMegaMoE(MegaMoELayer):
         t = int(hidden_states.shape[0])
         if t > self.config.max_tokens_per_rank:
             raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
-        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=self.pdl_enabled())
+        pdl = self.pdl_enabled()
+        waits = self.KERNEL_WAITS_FOR_GRID_DEPENDENCY
+        # PDL only in front of a kernel that waits: else staging launches plainly and DeepGEMM's PDL switch is off
+        # for this kernel's launch (restored after), so its dispatch loads cannot race the staging stores
+        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=pdl and waits)
         call = self.kernel_call(t, num_tokens_for_block_m)
-        resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
+        with _pdl_off(self.dg) if pdl and not waits else contextlib.nullcontext():
+            resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
         return call.args[0]

@@ -24,6 +24,8 @@ class Sm100Fp8Fp4MegaMoE(DeepGemmMegaMoE):
     SPEC = VARIANT
     WEIGHTS = weights.LAYOUT
     KERNEL = "fp8_fp4_mega_moe"
+    #: sm100_fp8_fp4_mega_moe.cuh waits on the grid dependency (DeepGEMM PR #447 review, 2026-09-15)
+    KERNEL_WAITS_FOR_GRID_DEPENDENCY = True
     BUFFER_FNS = ("get_symm_buffer_for_mega_moe",)
     BUFFER_KWARGS: ClassVar[dict] = {"mma_type": "fp8xfp4"}
     KERNEL_KWARGS: ClassVar[dict] = {"recipe": (1, 1, 32)}

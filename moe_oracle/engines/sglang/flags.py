@@ -109,6 +109,7 @@ ENGINE_ENV: dict[str, str] = {
     "SGLANG_USE_AITER": "0",
     "SGLANG_DSV4_FP4_DEQUANT": "0",
     "SGLANG_PLUGINS": '""',
+    "SGLANG_DEEPGEMM_PDL": "1",
 }
 LIBRARY_ENV: dict[str, str] = {
     "MORI_SHMEM_HEAP_SIZE": "read by MoRI (amd-mori) at mori.shmem init; SGLang's mega_moe_flydsl.py calls "
@@ -131,6 +132,7 @@ EMITTED_ENV: tuple[str, ...] = (
     "SGLANG_AMD_USE_FLYDSL_MEGA_MOE",
     "SGLANG_AMD_FLYDSL_MEGA_MOE_MTPR",
     "MORI_SHMEM_HEAP_SIZE",
+    "SGLANG_DEEPGEMM_PDL",
 )
 
 DIST_INIT_PORT = 5000

@@ -332,6 +332,17 @@ def _unfused_shared(ctx: PlanContext, runtime: list[GroupRoute], notes: list[str
     return ["--disable-shared-experts-fusion"]
 
 
+def _launch_advisories(ctx: PlanContext, env: dict[str, str], notes: list[str]) -> None:
+    """The launch advisories for the variants this plan runs in SGLang (``decide/launch_advisories.py``): the engine
+    switch each sets goes into the environment, and the note says why (MOA-2026-002: ``SGLANG_DEEPGEMM_PDL=0``)."""
+    from moe_oracle.decide.launch_advisories import launch_advisories
+
+    keys = [(g.chosen.spec.backend, g.chosen.spec.variant) for g in ctx.decision.groups if g.chosen is not None]
+    for adv in launch_advisories("sglang", F.VERSION, keys):
+        env.update(adv.env)
+        notes.append(adv.note())
+
+
 def _runner_pin(ctx: PlanContext, runtime: list[GroupRoute], notes: list[str]) -> list[str]:
     """``--moe-runner-backend triton`` where SGLang would resolve another runner for a launch moe-oracle's plug-in
     serves: its SM100 model overrides turn ``auto`` into ``flashinfer_trtllm`` for GLM-4.x, Qwen3-MoE and the
@@ -406,6 +417,7 @@ def build(ctx: PlanContext) -> EngineParts:
             argv += [word for own in _engine_conversions(ctx) for word in own.argv]
         elif ctx.backend == "aiter_mega_moe":
             derived += _aiter(ctx, chunk, env, notes)
+    _launch_advisories(ctx, env, notes)
     if par.eplb:
         argv.append("--enable-eplb")
     argv += speculative_argv(ctx)
