@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from moe_oracle.model.types import (
@@ -190,6 +191,39 @@ class Gqa:
         return dense, [], raw
 
 
+def _asymmetric(cfg: _Cfg, prefix: str) -> _Att:
+    """MHA/GQA whose V head is narrower than its QK head (MiMo-V2, vLLM mimo_v2.py MiMoV2Attention:
+    ``qkv_proj`` with ``v_head_size``, ``o_proj [H, heads x v_head_dim]``, no q/k norms); ``prefix`` picks the
+    layer kind's keys (``swa_`` for the sliding-window layers), whose attention-sink logits (bf16, one per head)
+    ``add_swa_attention_sink_bias`` turns on."""
+    h, nh = cfg.int("hidden_size"), cfg.int(f"{prefix}num_attention_heads")
+    nkv, d = cfg.int(f"{prefix}num_key_value_heads"), cfg.int(f"{prefix}head_dim")
+    v = cfg.int(f"{prefix}v_head_dim", d)
+    dense = [(nh * d, h), (nkv * d, h), (nkv * v, h), (h, nh * v)]
+    raw = 2 * (nh * d + nkv * d + nkv * v) if cfg.flag("attention_bias") else 0
+    raw += 2 * nh if prefix and cfg.flag("add_swa_attention_sink_bias") else 0
+    return dense, [], raw
+
+
+def _kv_asymmetric(cfg: _Cfg, layers: _Layers, kv_bytes: int) -> tuple[int, int, str]:
+    """K (QK head) and V (its own head) of every KV head: full layers per token, sliding-window layers at most
+    ``sliding_window_size`` tokens per sequence."""
+
+    def entry(prefix: str) -> tuple[int, int, int]:
+        nkv, d = cfg.int(f"{prefix}num_key_value_heads"), cfg.int(f"{prefix}head_dim")
+        return nkv, d, cfg.int(f"{prefix}v_head_dim", d)
+
+    (nkv, d, v), (snkv, sd, sv) = entry(""), entry("swa_")
+    full, sliding = layers.count("full"), layers.count("sliding")
+    window = cfg.int("sliding_window_size", cfg.int("sliding_window", 0))
+    dtype = "fp8 (the checkpoint's kv-cache scheme)" if kv_bytes == 1 else "bf16, the engines' default kv-cache dtype"
+    formula = (
+        f"{full} full-attention layers x {nkv} KV heads x (K {d} + V {v}) x {kv_bytes} B ({dtype}); fixed: "
+        f"{sliding} sliding-window layers x {window} tokens x {snkv} KV heads x (K {sd} + V {sv})"
+    )
+    return full * nkv * (d + v) * kv_bytes, sliding * window * snkv * (sd + sv) * kv_bytes, formula
+
+
 def _kv_heads(cfg: _Cfg) -> int:
     return cfg.int("num_key_value_heads", cfg.int("num_attention_heads"))
 
@@ -352,6 +386,13 @@ class AttentionKind:
     heads_per_layer: str = ""
     #: a boolean config key that gives every sliding-window layer a learned sink logit per head (bf16)
     sliding_sinks: str = ""
+    #: weighs one sliding-window layer when its attention has its own shape (MiMo-V2's ``swa_*``)
+    sliding: Callable[[_Cfg], _Att] | None = None
+    #: a config key listing each layer's attention kind as 0 (full) / 1 (sliding window): MiMo-V2's
+    #: ``hybrid_layer_pattern``
+    layer_pattern: str = ""
+    #: a config key naming the router weight's dtype (default float32: stored in fp32, not the attention format)
+    router_dtype: str = ""
 
 
 _HF = "https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/models"
@@ -445,6 +486,16 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
         _kv_gqa,
         source=f"GQA with fused query_key_value ({_VLLM}/bailing_moe.py)",
     ),
+    "mimo_v2_flash": AttentionKind(
+        partial(_asymmetric, prefix=""),
+        _kv_asymmetric,
+        sliding=partial(_asymmetric, prefix="swa_"),
+        layer_pattern="hybrid_layer_pattern",
+        router_dtype="moe_router_dtype",
+        mtp_note="its MTP layers (model.mtp.layers.*) are not counted: the config states no num_nextn_predict_layers "
+        "(vLLM's main model skips them, mimo_v2.py:287; its MTP drafter builds one, mimo_v2_mtp.py:177)",
+        source=f"full and sliding-window GQA with their own heads, V head narrower than QK ({_VLLM}/mimo_v2.py)",
+    ),
     "laguna": AttentionKind(
         Gqa(qkv_bias="attention_bias", o_bias="attention_bias", qk_norm=True, head_gate="gating"),
         _kv_gqa,
@@ -465,8 +516,6 @@ UNWEIGHED: dict[str, str] = {
     "minimax_m3": "its sparse-attention index heads (sparse_attention_config) and its MTP modules",
     "gemma4": "the dense MLP beside the experts in each layer (enable_moe_block), the global layers' own head size "
     "and KV heads (global_head_dim, num_global_key_value_heads, attention_k_eq_v) and its vision tower",
-    "mimo_v2": "its two attention shapes (full and sliding-window layers with their own KV heads, swa_*; a V head of "
-    "v_head_dim against the QK head_dim) and the sliding layers' sink biases",
     "nemotron_h": "its Mamba-2 mixers (the M layers of hybrid_override_pattern) and their recurrent state: its "
     "attention, Mamba and MoE layers are separate layers",
     "kimi_k3": "its KDA linear-attention layers (linear_attn_config), its gated MLA layers and the latent projections "
@@ -562,6 +611,11 @@ def _attention_kinds(cfg: _Cfg, kind: AttentionKind, n: int) -> tuple[str, ...]:
     """Each main layer's attention kind, from the config: ``layer_types``, else ``full_attention_interval``
     (hybrid families), else Llama-4's ``no_rope_layers`` / ``attention_chunk_size``, else all full."""
     names = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear"}
+    if kind.layer_pattern:
+        pattern = cfg.list(kind.layer_pattern)
+        if len(pattern) < n or any(p not in (0, 1) or isinstance(p, bool) for p in pattern[:n]):
+            raise ValueError(kind.layer_pattern)
+        return tuple("sliding" if p == 1 else "full" for p in pattern[:n])
     types = cfg.list("layer_types")
     if types:
         if len(types) < n or any(t not in names for t in types[:n]):
@@ -586,6 +640,9 @@ def _attention_groups(kind: AttentionKind, cfg: _Cfg, layers: _Layers) -> list[t
     indices = [i for i, k in enumerate(layers.kinds or ("full",) * layers.n) if k != "linear"]
     per = cfg.list(kind.heads_per_layer) if kind.heads_per_layer else []
     sinks = bool(kind.sliding_sinks) and cfg.flag(kind.sliding_sinks)
+    if kind.sliding is not None:
+        sliding = sum(1 for i in indices if layers.kinds[i] == "sliding")
+        return [(len(indices) - sliding, kind.attention(cfg), 0), (sliding, kind.sliding(cfg), 0)]
     if not per and not sinks:
         return [(len(indices), kind.attention(cfg), 0)]
     if per and (len(per) < layers.n or any(isinstance(x, bool) or not isinstance(x, int) or x <= 0 for x in per)):
@@ -666,12 +723,13 @@ def _read(
                 raw_bytes=count * lin_raw,
             )
         )
+    router_fp32 = bool(kind.router_dtype) and cfg.c.get(kind.router_dtype, "float32") in ("float32", "fp32")
     parts.append(
         Part(
             name="router",
             kind=PartKind.ROUTER,
-            linear=((moe_layers, experts, h),),
-            raw_bytes=moe_layers * kind.router_bias * experts,
+            linear=() if router_fp32 else ((moe_layers, experts, h),),
+            raw_bytes=moe_layers * (kind.router_bias * experts + (4 * experts * h if router_fp32 else 0)),
         )
     )
     tied = config.get("tie_word_embeddings") is True or cfg.c.get("tie_word_embeddings") is True

@@ -112,3 +112,31 @@ def test_laguna_is_weighed_in_full_as_vllm_builds_it() -> None:
     assert "LM head" in parts and parts["embeddings"].linear == ((1, 100352, h),)
     assert fp.kv_bytes_per_token == 10 * 2 * kv * d * 1
     assert fp.kv_bytes_fixed == 30 * 512 * 2 * kv * d * 1
+
+
+def test_mimo_v2_is_weighed_in_full_as_vllm_builds_it() -> None:
+    """MiMo-V2-Flash (vLLM 0.33 mimo_v2.py): 9 full-attention layers (64 heads, 4 KV heads) and 39 sliding-window
+    ones (64 heads, 8 KV heads, a sink logit per head) by hybrid_layer_pattern, QK heads of 192 and V heads of 128,
+    an fp32 router (moe_router_dtype's default) with its fp32 correction bias, one dense layer; KV per token on the
+    full layers, a 128-token window on the sliding ones; its MTP layers are said not to be counted."""
+    desc = resolve_model("tests/fixtures/models/XiaomiMiMo--MiMo-V2-Flash")
+    fp = desc.footprint
+    assert fp is not None and "mimo_v2.py" in fp.source
+    parts = {p.name: p for p in fp.parts}
+    h = 4096
+    assert set(parts["attention"].linear) == {
+        (9, 64 * 192, h),
+        (9, 4 * 192, h),
+        (9, 4 * 128, h),
+        (9, h, 64 * 128),
+        (39, 64 * 192, h),
+        (39, 8 * 192, h),
+        (39, 8 * 128, h),
+        (39, h, 64 * 128),
+    }
+    assert parts["attention"].raw_bytes == 39 * 64 * 2  # the sliding layers' sink logits
+    assert parts["router"].linear == () and parts["router"].raw_bytes == 47 * 256 * (4 * h + 4)
+    assert parts["dense MLP layers"].linear == ((2, 16384, h), (1, h, 16384))
+    assert fp.kv_bytes_per_token == 9 * 4 * (192 + 128) * 2
+    assert fp.kv_bytes_fixed == 39 * 128 * 8 * (192 + 128) * 2
+    assert any("MTP layers" in n and "not counted" in n for n in fp.notes)
