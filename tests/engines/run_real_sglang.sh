@@ -29,6 +29,6 @@ ls "$wheels"/sglang-0.5.23-*.whl >/dev/null 2>&1 || pip download -q sglang==0.5.
 cd "$here"
 export MOE_ORACLE_SGLANG_COUNTS="${MOE_ORACLE_SGLANG_COUNTS:-/tmp/moe-oracle-sglang-counts.txt}"
 MOE_ORACLE_WHEELS="$wheels" "$venv/bin/python" -m pytest -p no:cacheprovider -ra -q \
-    tests/engines/test_real_sglang.py tests/engines/test_engine_vocabulary.py "$@"
+    tests/engines/test_real_sglang.py tests/engines/test_real_sglang_adoption.py tests/engines/test_engine_vocabulary.py "$@"
 echo "counts ($MOE_ORACLE_SGLANG_COUNTS):"
 cat "$MOE_ORACLE_SGLANG_COUNTS"

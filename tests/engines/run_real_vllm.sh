@@ -36,4 +36,5 @@ if ! "$venv/bin/python" -c 'import torch; import sys; sys.exit(not torch.cuda.is
 fi
 MOE_ORACLE_WHEELS="$wheels" "$venv/bin/python" -m pytest -p no:cacheprovider -ra \
     tests/engines/test_real_vllm.py tests/engines/test_real_vllm_layer.py tests/engines/test_real_vllm_loop.py \
+    tests/engines/test_real_vllm_adoption.py \
     tests/engines/test_engine_vocabulary.py "$@"
