@@ -23,7 +23,7 @@ linear weight of ``[N, K]`` stored in a block format carries its scales (see
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
@@ -251,6 +251,39 @@ def _deltanet_state_bytes(cfg: _Cfg) -> int:
     return conv + ssm * hv * dk * dv
 
 
+def _mamba2(cfg: _Cfg) -> _Att:
+    """One Mamba-2 mixer (vLLM 0.33 ``layers/mamba/mamba_mixer2.py``, Nemotron-H): ``in_proj [2I + 2GN + heads, H]``
+    and ``out_proj [H, I]`` in the checkpoint's format (I = ``mamba_num_heads x mamba_head_dim``, G ``n_groups``,
+    N ``ssm_state_size``); the depthwise ``conv1d`` over ``I + 2GN`` channels (``conv_kernel`` taps, bias when
+    ``use_conv_bias``) unquantized; ``A`` fp32, ``D`` and ``dt_bias`` per head and the gated norm over I, bf16."""
+    h, heads, hd = cfg.int("hidden_size"), cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim")
+    inner, gn = heads * hd, cfg.int("n_groups") * cfg.int("ssm_state_size")
+    conv = inner + 2 * gn
+    raw = 2 * conv * cfg.int("conv_kernel") + (2 * conv if cfg.flag("use_conv_bias") else 0)
+    raw += 4 * heads + 2 * 2 * heads + 2 * inner
+    if cfg.flag("use_bias"):
+        raw += 2 * (2 * inner + 2 * gn + heads) + 2 * h
+    return [(2 * inner + 2 * gn + heads, h), (h, inner)], [], raw
+
+
+def _mamba2_state_bytes(cfg: _Cfg) -> int:
+    """One sequence's state in one Mamba-2 layer (vLLM ``mamba_utils.py`` ``mamba2_state_shape``): the conv window
+    (``conv_kernel - 1`` steps of ``I + 2GN`` channels, bf16) and the SSM state (heads x head_dim x N, fp32 when
+    ``mamba_ssm_cache_dtype`` says float32, else bf16)."""
+    heads, hd, n = cfg.int("mamba_num_heads"), cfg.int("mamba_head_dim"), cfg.int("ssm_state_size")
+    conv = heads * hd + 2 * cfg.int("n_groups") * n
+    ssm = 4 if cfg.c.get("mamba_ssm_cache_dtype") == "float32" else 2
+    return 2 * conv * (cfg.int("conv_kernel") - 1) + ssm * heads * hd * n
+
+
+def _kv_mamba_hybrid(cfg: _Cfg, layers: _Layers, kv_bytes: int) -> tuple[int, int, str]:
+    """GQA KV on the attention layers, plus each Mamba-2 layer's fixed state per sequence."""
+    attention_only = replace(layers, kinds=tuple(k for k in layers.kinds if k != "linear"))
+    per_token, fixed, formula = _kv_gqa(cfg, attention_only, kv_bytes)
+    state, mamba = _mamba2_state_bytes(cfg), layers.count("linear")
+    return per_token, fixed + mamba * state, formula + f"; fixed: {mamba} Mamba-2 layers x {state:,} B of state"
+
+
 def _dsv4_extra(cfg: _Cfg, layers: _Layers) -> list[Part]:
     """V4's per-layer compressors and indexers (``compress_ratios``) and hyper-connections (``hc_mult``),
     stored in bf16/fp32; the hash layers' token-to-expert tables (int32)."""
@@ -393,6 +426,9 @@ class AttentionKind:
     layer_pattern: str = ""
     #: a config key naming the router weight's dtype (default float32: stored in fp32, not the attention format)
     router_dtype: str = ""
+    #: a config key spelling each layer as one block (Nemotron-H ``hybrid_override_pattern``: ``*`` attention,
+    #: ``M`` a ``linear`` mixer, ``E`` MoE, ``-`` a dense MLP), each with one norm
+    block_pattern: str = ""
 
 
 _HF = "https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/models"
@@ -496,6 +532,15 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
         "(vLLM's main model skips them, mimo_v2.py:287; its MTP drafter builds one, mimo_v2_mtp.py:177)",
         source=f"full and sliding-window GQA with their own heads, V head narrower than QK ({_VLLM}/mimo_v2.py)",
     ),
+    "nemotron_h": AttentionKind(
+        Gqa(),
+        _kv_mamba_hybrid,
+        linear=_mamba2,
+        block_pattern="hybrid_override_pattern",
+        mtp_keys=(),
+        mtp_note="MTP layers are not counted (Nemotron-H's MTP drafter, vLLM nemotron_h_mtp.py, is not weighed)",
+        source=f"one block per layer: GQA, Mamba-2 (mamba_mixer2.py), MoE or MLP ({_VLLM}/nemotron_h.py)",
+    ),
     "laguna": AttentionKind(
         Gqa(qkv_bias="attention_bias", o_bias="attention_bias", qk_norm=True, head_gate="gating"),
         _kv_gqa,
@@ -516,8 +561,6 @@ UNWEIGHED: dict[str, str] = {
     "minimax_m3": "its sparse-attention index heads (sparse_attention_config) and its MTP modules",
     "gemma4": "the dense MLP beside the experts in each layer (enable_moe_block), the global layers' own head size "
     "and KV heads (global_head_dim, num_global_key_value_heads, attention_k_eq_v) and its vision tower",
-    "nemotron_h": "its Mamba-2 mixers (the M layers of hybrid_override_pattern) and their recurrent state: its "
-    "attention, Mamba and MoE layers are separate layers",
     "kimi_k3": "its KDA linear-attention layers (linear_attn_config), its gated MLA layers and the latent projections "
     "around its experts (routed_expert_hidden_size)",
     "step3": "its multi-matrix factorization attention (share_q_dim, num_attention_groups) and its vision tower",
@@ -611,6 +654,12 @@ def _attention_kinds(cfg: _Cfg, kind: AttentionKind, n: int) -> tuple[str, ...]:
     """Each main layer's attention kind, from the config: ``layer_types``, else ``full_attention_interval``
     (hybrid families), else Llama-4's ``no_rope_layers`` / ``attention_chunk_size``, else all full."""
     names = {"full_attention": "full", "sliding_attention": "sliding", "linear_attention": "linear"}
+    if kind.block_pattern:
+        blocks = cfg.c.get(kind.block_pattern)
+        kinds = {"*": "full", "M": "linear", "E": "moe", "-": "mlp"}
+        if not isinstance(blocks, str) or len(blocks) < n or any(b not in kinds for b in blocks[:n]):
+            raise ValueError(kind.block_pattern)
+        return tuple(kinds[b] for b in blocks[:n])
     if kind.layer_pattern:
         pattern = cfg.list(kind.layer_pattern)
         if len(pattern) < n or any(p not in (0, 1) or isinstance(p, bool) for p in pattern[:n]):
@@ -637,7 +686,7 @@ def _attention_kinds(cfg: _Cfg, kind: AttentionKind, n: int) -> tuple[str, ...]:
 def _attention_groups(kind: AttentionKind, cfg: _Cfg, layers: _Layers) -> list[tuple[int, _Att, int]]:
     """``(layers, one layer's attention, sink bytes of those layers)`` over the main model's attention layers (all
     but linear-attention ones), one entry per query-head count when ``kind.heads_per_layer`` lists them."""
-    indices = [i for i, k in enumerate(layers.kinds or ("full",) * layers.n) if k != "linear"]
+    indices = [i for i, k in enumerate(layers.kinds or ("full",) * layers.n) if k in ("full", "sliding", "chunked")]
     per = cfg.list(kind.heads_per_layer) if kind.heads_per_layer else []
     sinks = bool(kind.sliding_sinks) and cfg.flag(kind.sliding_sinks)
     if kind.sliding is not None:
@@ -691,7 +740,11 @@ def _read(
     moe_layers = sum(len(g.layers) for g in model.layer_groups if g.role not in ("mtp", "draft"))
     mtp_groups = [g for g in model.layer_groups if g.role == "mtp"]
     mtp = sum(len(g.layers) for g in mtp_groups) or next((cfg.int(k, 0) for k in kind.mtp_keys if k in cfg.c), 0)
-    layers = _Layers(n, mtp, max(0, n - moe_layers), _attention_kinds(cfg, kind, n))
+    kinds = _attention_kinds(cfg, kind, n)
+    if kind.block_pattern and cfg.c.get("moe_latent_size") is not None:
+        raise KeyError("moe_latent_size")  # latent MoE projections (vLLM nemotron_h.py:198-213): not weighed here
+    dense = sum(1 for k in kinds if k == "mlp") if kind.block_pattern else max(0, n - moe_layers)
+    layers = _Layers(n, mtp, dense, kinds)
     h, vocab = cfg.int("hidden_size"), cfg.int("vocab_size")
     experts = main.num_experts
     full_att = kind.attention(cfg)
@@ -740,7 +793,8 @@ def _read(
             linear=((1, vocab, h),),
         )
     )
-    parts.append(Part(name="norms", kind=PartKind.NORM, raw_bytes=2 * h * (2 * n + 1)))
+    norms = n + 1 if kind.block_pattern else 2 * n + 1  # one norm per block (Nemotron-H), else two per layer
+    parts.append(Part(name="norms", kind=PartKind.NORM, raw_bytes=2 * h * norms))
     if not tied:
         parts.append(Part(name="LM head", kind=PartKind.HEAD, linear=((1, vocab, h),)))
     parts += _shared_parts(main, moe_layers, formats.dense_mlp, h, "", mtp=False)

@@ -140,3 +140,28 @@ def test_mimo_v2_is_weighed_in_full_as_vllm_builds_it() -> None:
     assert fp.kv_bytes_per_token == 9 * 4 * (192 + 128) * 2
     assert fp.kv_bytes_fixed == 39 * 128 * 8 * (192 + 128) * 2
     assert any("MTP layers" in n and "not counted" in n for n in fp.notes)
+
+
+def test_nemotron_h_is_weighed_in_full_as_vllm_builds_it() -> None:
+    """Nemotron-3-Nano (vLLM 0.33 nemotron_h.py, mamba_mixer2.py): one block per layer by hybrid_override_pattern
+    (6 attention, 23 Mamba-2, 23 MoE), one norm each; the Mamba-2 in_proj/out_proj, conv1d with bias, A (fp32),
+    D, dt_bias and the gated norm; squared-ReLU shared experts (up and down only); KV on the 6 attention layers and
+    each Mamba layer's conv and fp32 SSM state. 31.6B parameters: 63.2 GB in bf16."""
+    desc = resolve_model("tests/fixtures/models/nvidia--NVIDIA-Nemotron-3-Nano-30B-A3B-BF16")
+    fp = desc.footprint
+    assert fp is not None and "nemotron_h.py" in fp.source
+    parts = {p.name: p for p in fp.parts}
+    h, inner, gn, heads = 2688, 64 * 64, 8 * 128, 64
+    assert parts["attention"].linear == ((6, 32 * 128, h), (6, 2 * 128, h), (6, 2 * 128, h), (6, h, 32 * 128))
+    assert parts["linear attention"].linear == ((23, 2 * inner + 2 * gn + heads, h), (23, h, inner))
+    conv = inner + 2 * gn
+    assert parts["linear attention"].raw_bytes == 23 * (2 * conv * 4 + 2 * conv + 4 * heads + 4 * heads + 2 * inner)
+    assert parts["norms"].raw_bytes == 2 * h * (52 + 1)
+    assert parts["shared experts"].linear == ((23, 3712, h), (0, 3712, h), (23, h, 3712))
+    assert "dense MLP layers" not in parts
+    assert fp.kv_bytes_per_token == 6 * 2 * 2 * 128 * 2
+    assert fp.kv_bytes_fixed == 23 * (2 * conv * 3 + 4 * heads * 64 * 128)
+    total = sum(p.bytes for p in fp.parts) + sum(
+        len(g.layers) * g.num_experts * g.expert_weight_bytes() for g in desc.layer_groups
+    )
+    assert 63.0e9 < total < 63.4e9
