@@ -32,6 +32,7 @@ from vllm.model_executor.layers.fused_moe.routed_experts import RoutedExperts
 
 from moe_oracle.engines.vllm.bridge import PARAMS, LayerPlan, MegaMoEBridge, check_parameters
 from moe_oracle.engines.vllm.shipped import plan_for_layer
+from moe_oracle.model.types import WeightFormat
 
 logger = logging.getLogger("vllm.plugins.moe_oracle")
 
@@ -65,6 +66,9 @@ class MoEOracleRoutedExperts(RoutedExperts):
                 f"moe-oracle's {plan.variant} needs experts [{ep_rank * local}, {(ep_rank + 1) * local}) on EP rank "
                 f"{ep_rank}. Fix: use --expert-placement-strategy linear (the default) and no redundant experts."
             )
+        padded = _padded_sizes(self, plan)
+        if padded is not None:
+            raise ValueError(f"moe-oracle: {self.layer_name} ({plan.variant}): {padded}")
         check_parameters(dict(self.named_parameters(recurse=False)), plan.group, local)
         ep_group = None
         if ep_size > 1:
@@ -133,6 +137,30 @@ def _current_plan(layer_name: str) -> LayerPlan | None:
         return None if index is None else plan_for_layer(extra, index)
     except BadInputError as exc:
         raise ValueError(f"moe-oracle: {layer_name}: {exc.one_line()}") from None
+
+
+def _padded_sizes(layer: Any, plan: LayerPlan) -> str | None:
+    """vLLM rounds H or I up for the MoE backend its oracle selected before creating the parameters
+    (``RoutedExperts.__init__``: ``quant_method.maybe_roundup_sizes``, ``fused_moe/routed_experts.py:171-184``;
+    BF16 under FlashInfer TRT-LLM rounds I up to 128, ``fused_moe/oracle/unquantized.py:385-397``). The loader
+    still fills w13 as ``[w1; w3]`` whatever the backend (``routed_experts.py:565-570``: the backends reorder in
+    ``process_weights_after_loading``, which moe-oracle replaces) and the router hands the layer plain top-k ids and
+    weights (``forward_modular``; the adopted quant method is not monolithic): padding is the one resolved layout
+    moe-oracle's layer cannot read. One line naming the fix, or None."""
+    got = (int(layer.hidden_size), int(layer.intermediate_size_per_partition))
+    want = (plan.group.hidden_size, plan.group.moe_intermediate_size)
+    if got == want:
+        return None
+    fix = (
+        "--moe-backend triton (vLLM's Triton MoE creates the checkpoint's sizes)"
+        if plan.group.weight_format in (WeightFormat.BF16, WeightFormat.FP8_BLOCK)
+        else "serve this layer group with vLLM's own MoE backend (additional-config moe_oracle.backend 'vllm')"
+    )
+    return (
+        f"vLLM's {type(layer.quant_method).__name__} rounded hidden x intermediate {want[0]} x {want[1]} up to "
+        f"{got[0]} x {got[1]} for the MoE backend it selected; moe-oracle's layer reads the checkpoint's sizes. "
+        f"Fix: {fix}"
+    )
 
 
 def _linear_placement(layer: Any, ep_rank: int, local: int) -> bool:
