@@ -15,6 +15,8 @@ from moe_oracle.inputs import ENGINE_RELEASE_PROFILE, RELEVANT_ENV, DeploymentFl
 from moe_oracle.shell import ENV_NAME
 
 _POS = click.IntRange(min=1)
+#: The largest decode batch a flag takes: the largest per-rank token budget (spec/deployment.py, 2^24).
+MAX_BATCH = 1 << 24
 
 
 def _apply(f: Callable[..., Any], opts: list[Callable[..., Any]]) -> Callable[..., Any]:
@@ -203,6 +205,7 @@ def options_from(kw: dict[str, Any]) -> Any:
         advisories_file=kw.pop("advisories"),
         conversion=conversion,
         workload=kw.pop("workload"),
+        max_num_seqs=kw.get("max_num_seqs"),
         decode_tokens=decode_tokens_from(kw),
         memory_fraction=kw.pop("memory_fraction"),
         budget_given=_given("max_num_batched_tokens"),
@@ -409,13 +412,13 @@ def _weighing_options() -> list[Callable[..., Any]]:
         ),
         click.option(
             "--decode-tokens",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_BATCH),
             default=None,
             help="Decode batch per rank [default: --max-num-seqs, else 32].",
         ),
         click.option(
             "--max-num-seqs",
-            type=click.IntRange(min=1),
+            type=click.IntRange(min=1, max=MAX_BATCH),
             default=None,
             help="The engine's max sequences per DP rank (vLLM/SGLang max_num_seqs): the decode batch per rank.",
         ),

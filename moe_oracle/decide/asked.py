@@ -45,6 +45,8 @@ class QuestionOptions:
     decode_tokens: int = DEFAULT_DECODE_TOKENS
     memory_fraction: float | None = None
     budget_given: bool = False
+    #: ``--max-num-seqs`` as given (sequences per DP rank; None: the engine's default), carried to the engine
+    max_num_seqs: int | None = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,9 @@ class AskedQuestion:
         the memory fit judges them as given and searches only the others."""
         opts = self.options
         budget = self.flags.max_num_batched_tokens if opts.budget_given else None
-        return EngineMemorySettings(fraction=opts.memory_fraction, max_num_batched_tokens=budget)
+        return EngineMemorySettings(
+            fraction=opts.memory_fraction, max_num_batched_tokens=budget, max_num_seqs=opts.max_num_seqs
+        )
 
     def resolve(self, advisories: tuple[Advisory, ...] | None = None) -> ResolvedQuestion:
         """The typed inputs (exit 2 on a bad value, with the flag that carries it). ``advisories``: already
@@ -76,6 +80,10 @@ class AskedQuestion:
         opts = self.options
         deployment, _ = build_deployment(self.flags, opts.env)
         check_ep_experts(self.model, deployment)
+        from moe_oracle.decide.engine_flags import check_all2all, check_step_batch
+
+        check_all2all(self.engine, self.flags.all2all_backend)
+        check_step_batch(self.engine, deployment, opts.max_num_seqs, opts.decode_tokens, budget_given=opts.budget_given)
         software, origin = resolve_engine_software(self.software, self.flags.device, self.engine.value)
         return ResolvedQuestion(
             asked=self,

@@ -395,6 +395,8 @@ def _axes(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -
         batches = [given.cuda_graph_max_bs] if given.cuda_graph_max_bs is not None else batches
         return chunks, batches, lambda c, b: replace(given, chunked_prefill_size=c, cuda_graph_max_bs=b, chosen=True)
     _, min_budget = vllm_serve_batch_defaults(deployment.device.name)
+    # the smallest budget vLLM accepts is max_num_seqs: the one given, else vLLM's default for the device
+    min_budget = given.max_num_seqs if given.max_num_seqs is not None else min_budget
     if given.max_num_batched_tokens is not None:
         budgets = [given.max_num_batched_tokens]
     else:

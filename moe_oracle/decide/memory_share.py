@@ -238,7 +238,8 @@ class EngineMemorySettings:
     ``--cuda-graph-max-bs-decode``; ``max_num_batched_tokens``: vLLM's per-rank token budget when given or
     chosen (None: the deployment's, which the settings search may lower); ``a2a_backend``: SGLang's
     ``--moe-a2a-backend`` the plan sets; ``chosen``: moe-oracle chose these settings (the engine's defaults do
-    not fit), the user did not give them.
+    not fit), the user did not give them; ``max_num_seqs``: ``--max-num-seqs`` as given (sequences per DP rank),
+    which the engine's command carries (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests`` x attention DP).
     """
 
     fraction: float | None = None
@@ -247,6 +248,7 @@ class EngineMemorySettings:
     max_num_batched_tokens: int | None = None
     a2a_backend: str = "none"
     chosen: bool = False
+    max_num_seqs: int | None = None
 
     def budget(self, dp: int) -> int | None:
         """The per-rank token budget these settings imply (None: the deployment's): vLLM's

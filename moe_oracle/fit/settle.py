@@ -94,8 +94,12 @@ def context_fit(ctx: PlanContext) -> tuple[Fit, EngineMemorySettings, str | None
     engine's share for those settings (:func:`moe_oracle.decide.layout.settle_fit`: the settings given, else ones
     the engine accepts that fit, with the reason)."""
     if ctx.decision.engine not in PLAN_ENGINES:  # moe-oracle's runtime alone: no engine plan sizes buffers
-        return settle_fit(
-            ctx.description, ctx.deployment, ctx.decision.engine, conversions=chosen_conversions(ctx.decision)
+        return settle_fit(  # the settings given (--memory-fraction) hold here too
+            ctx.description,
+            ctx.deployment,
+            ctx.decision.engine,
+            conversions=chosen_conversions(ctx.decision),
+            given=ctx.memory,
         )
     eng = engine_module(ctx.decision.engine)
 

@@ -50,6 +50,7 @@ class PlanRequest:
     decode_tokens: int = DEFAULT_DECODE_TOKENS
     memory_fraction: float | None = None
     budget_given: bool = False
+    max_num_seqs: int | None = None
     layout_why: str | None = None
     #: Engine memory settings already chosen (a re-plan at the per-rank budget they imply) and why.
     settings: EngineMemorySettings | None = None
@@ -74,6 +75,7 @@ class PlanRequest:
             decode_tokens=opts.decode_tokens,
             memory_fraction=opts.memory_fraction,
             budget_given=opts.budget_given,
+            max_num_seqs=opts.max_num_seqs,
             layout_why=asked.layout_why,
             description=asked.model,
         )
@@ -99,6 +101,7 @@ class PlanRequest:
                 decode_tokens=self.decode_tokens,
                 memory_fraction=self.memory_fraction,
                 budget_given=self.budget_given,
+                max_num_seqs=self.max_num_seqs,
             ),
             layout_why=self.layout_why,
         )

@@ -292,3 +292,49 @@ def test_python_m_does_not_import_the_working_directory(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0 and "h200" in done.stdout, done.stderr
+
+
+# --- engine settings: memory share, decode batch, all2all ------------------------------------------------------
+
+
+def test_select_default_engine_honours_memory_fraction():
+    code, out, err = run("select", FLASH, "--device", "h200", "--memory-fraction", "0.5")
+    assert code == 0 and "engine share 0.5:" in out, (err, out[-600:])
+
+
+def test_max_num_seqs_reaches_the_engine_command():
+    def argv(engine: str, *more: str) -> list[str]:
+        code, out, err = run("plan", FLASH, "--device", "h200", "--engine", engine, *more, "--json")
+        assert code == 0, err
+        return json.loads(out)["commands"][0]["argv"]
+
+    vllm = argv("vllm", "--max-num-seqs", "64")
+    assert vllm[vllm.index("--max-num-seqs") + 1] == "64"
+    sglang = argv("sglang", "--max-num-seqs", "64")  # server-wide: 64 per rank x attention DP 8
+    assert sglang[sglang.index("--max-running-requests") + 1] == "512"
+    assert "--max-num-seqs" not in argv("vllm") and "--max-running-requests" not in argv("sglang")
+
+
+def test_huge_max_num_seqs_is_refused_not_clamped():
+    code, _, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--max-num-seqs", "99999999999999999999")
+    assert code == 2 and "--max-num-seqs" in one_line(err)
+    code, _, err = run("select", FLASH, "--device", "h200", "--max-num-seqs", "9999")
+    assert code == 2 and "--max-num-seqs 9999 is more than the per-rank step budget" in one_line(err)
+
+
+def test_vllm_budget_below_max_num_seqs_is_refused_with_the_rule():
+    code, _, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--max-num-batched-tokens", "1")
+    assert code == 2 and "scheduler.py#L331-L335" in one_line(err) and "--max-num-batched-tokens 1024" in err
+    args = ["plan", FLASH, "--device", "h200", "--engine", "vllm", "--max-num-batched-tokens", "64", "--max-num-seqs"]
+    assert run(*args, "128")[0] == 2 and run(*args, "64")[0] == 0
+
+
+def test_all2all_backend_is_validated_per_engine():
+    code, _, err = run("plan", FLASH, "--device", "h200", "--engine", "sglang", "--all2all-backend", "banana")
+    assert code == 2 and "SGLang 0.5.23 has no --all2all-backend" in one_line(err)
+    code, _, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--all2all-backend", "banana")
+    assert code == 2 and "mori_high_throughput" in one_line(err)
+    code, _, err = run("select", FLASH, "--device", "h200", "--all2all-backend", "banana")
+    assert code == 2, err
+    code, out, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--all2all-backend", "naive")
+    assert code == 0 and "--all2all-backend naive" in out, err

@@ -65,6 +65,7 @@ def test_vllm_backend_values_are_literal_members(vllm_wheel: Wheel) -> None:
     assert set(VF.MOE_BACKENDS) <= moe
     a2a = _literal(vllm_wheel.text("vllm/config/parallel.py"), "All2AllBackend")
     assert set(VF.ALL2ALL_BACKENDS) <= a2a and VF.DEFAULT_ALL2ALL in a2a
+    assert set(VF.ALL2ALL_CHOICES) == a2a  # what --all2all-backend accepts with --engine vllm
     assert f'all2all_backend: All2AllBackend = "{VF.DEFAULT_ALL2ALL}"' in vllm_wheel.text("vllm/config/parallel.py")
 
 

@@ -38,6 +38,7 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--mem-fraction-static",
     "--cuda-graph-max-bs-decode",
     "--disable-shared-experts-fusion",
+    "--max-running-requests",
 )
 
 #: SGLang 0.5.23 launch_server flags (with their aliases, ``arg_groups/fields/*.py``) whose value is an input of

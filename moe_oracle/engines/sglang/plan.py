@@ -404,6 +404,9 @@ def build(ctx: PlanContext) -> EngineParts:
         argv += ["--cuda-graph-max-bs-decode", str(ctx.memory.cuda_graph_max_bs)]
     if ctx.memory_fraction is not None:  # the share the memory fit assumed (else SGLang picks its own)
         argv += ["--mem-fraction-static", f"{ctx.memory_fraction:g}"]
+    if ctx.memory.max_num_seqs is not None:  # server-wide: SGLang divides it by the attention DP size
+        # (model_executor/pool_configurator.py:956: max_running_requests // attn_dp_size per rank)
+        argv += ["--max-running-requests", str(ctx.memory.max_num_seqs * par.dp)]
     amd = dep.device.vendor.value == "amd"
     runtime = _runtime_groups(ctx)
     if runtime:

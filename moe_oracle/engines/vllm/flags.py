@@ -77,6 +77,23 @@ PLUGIN_CONFIG_KEY = "moe_oracle"
 MOE_BACKENDS: tuple[str, ...] = ("deep_gemm_mega_moe", "aiter_mega_moe")
 #: ``--all2all-backend`` values moe-oracle sets (``vllm.config.parallel.All2AllBackend``).
 ALL2ALL_BACKENDS: tuple[str, ...] = ("mori_high_throughput", "mori_low_latency")
+#: Every ``--all2all-backend`` vLLM 0.33.0 takes (``vllm.config.parallel.All2AllBackend``, checked against the wheel).
+ALL2ALL_CHOICES: tuple[str, ...] = (
+    "naive",
+    "pplx",
+    "deepep_high_throughput",
+    "deepep_low_latency",
+    "deepep_v2",
+    "mori_high_throughput",
+    "mori_low_latency",
+    "moonep",
+    "nixl_ep",
+    "allgather_reducescatter",
+    "flashinfer_all2allv",
+    "flashinfer_nvlink_two_sided",
+    "flashinfer_nvlink_one_sided",
+    "passthrough",
+)
 #: vLLM's default all2all backend: the plug-in treats it as "not chosen by the user".
 DEFAULT_ALL2ALL = "allgather_reducescatter"
 

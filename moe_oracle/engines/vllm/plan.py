@@ -148,6 +148,8 @@ def build(ctx: PlanContext) -> EngineParts:
     if par.ep > 1:
         argv.append("--enable-expert-parallel")
     argv += ["--max-num-batched-tokens", str(par.max_num_batched_tokens)]
+    if ctx.memory.max_num_seqs is not None:  # the decode batch the decision weighed, as given
+        argv += ["--max-num-seqs", str(ctx.memory.max_num_seqs)]
     if ctx.memory_fraction is not None:  # the fit's share: given, or chosen because the default does not fit
         argv += ["--gpu-memory-utilization", f"{ctx.memory_fraction:g}"]
     all2all = par.all2all_backend

@@ -1,0 +1,75 @@
+"""The engine settings a question carries, checked against the engine's own rules before anything is decided.
+
+``--all2all-backend``: vLLM's ``All2AllBackend`` values (``engines/vllm/flags.py`` ALL2ALL_CHOICES, checked
+against the wheel); SGLang has no such setting (its ``--moe-a2a-backend`` is what the plan sets for the chosen
+backend), so a value given with ``--engine sglang`` is refused rather than recorded and never emitted.
+
+The decode batch against the per-rank step budget (``--max-num-seqs`` / ``--decode-tokens`` and
+``--max-num-batched-tokens``):
+
+* Any engine: a typed decode batch larger than the per-rank step budget is refused. A decode step of N
+  sequences feeds N tokens per rank to each MoE layer, and the ranking and the symmetric buffers are sized for
+  at most the budget; weighing it at the budget instead would be a silent clamp.
+* vLLM: a typed ``--max-num-batched-tokens`` below ``max_num_seqs`` (given, or vLLM's default for the device)
+  is refused as vLLM refuses it at start (``SchedulerConfig``: "max_num_batched_tokens ... must be greater
+  than or equal to max_num_seqs", vllm 0.33.0 config/scheduler.py#L331-L335).
+"""
+
+from __future__ import annotations
+
+from moe_oracle.errors import DeploymentError
+from moe_oracle.rules import Engine
+from moe_oracle.spec.deployment import Deployment
+
+VLLM_BUDGET_RULE = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/scheduler.py#L331-L335"
+
+
+def check_step_batch(
+    engine: Engine, deployment: Deployment, max_num_seqs: int | None, decode_tokens: int, *, budget_given: bool
+) -> None:
+    """Exit 2 for a decode batch the step budget cannot hold, or a vLLM budget vLLM refuses (see the module)."""
+    from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS
+    from moe_oracle.decide.memory_share import vllm_serve_batch_defaults
+
+    budget = deployment.parallel.max_num_batched_tokens
+    typed = max_num_seqs is not None or decode_tokens != DEFAULT_DECODE_TOKENS
+    flag = "--decode-tokens" if decode_tokens != (max_num_seqs or DEFAULT_DECODE_TOKENS) else "--max-num-seqs"
+    if typed and decode_tokens > budget:
+        raise DeploymentError(
+            f"{flag} {decode_tokens} is more than the per-rank step budget (--max-num-batched-tokens {budget}): a "
+            f"decode step of {decode_tokens} sequences feeds {decode_tokens} tokens per rank to every MoE layer, "
+            "more than the ranking and the buffers are sized for",
+            fix=f"use {flag} {budget} or less, or --max-num-batched-tokens {decode_tokens} or more",
+        )
+    if engine is not Engine.VLLM or not budget_given:
+        return
+    seqs = max_num_seqs if max_num_seqs is not None else vllm_serve_batch_defaults(deployment.device.name)[1]
+    if budget < seqs:
+        where = (
+            "--max-num-seqs" if max_num_seqs is not None else f"vLLM's default max_num_seqs on {deployment.device.name}"
+        )
+        raise DeploymentError(
+            f"--max-num-batched-tokens {budget} is less than {where} ({seqs}): vLLM refuses a step budget below "
+            f"max_num_seqs at start ({VLLM_BUDGET_RULE})",
+            fix=f"use --max-num-batched-tokens {seqs} or more, or --max-num-seqs {budget} or fewer",
+        )
+
+
+def check_all2all(engine: Engine, value: str | None) -> None:
+    """Exit 2 for an ``--all2all-backend`` the engine does not take (see the module)."""
+    from moe_oracle.engines.vllm import flags as vllm_flags
+    from moe_oracle.errors import BadInputError, excerpt
+
+    if value is None:
+        return
+    if engine is Engine.SGLANG:
+        raise BadInputError(
+            f"--all2all-backend {excerpt(value)} is vLLM's setting: SGLang 0.5.23 has no --all2all-backend, and its "
+            "--moe-a2a-backend is what the plan sets for the chosen backend",
+            fix="drop --all2all-backend with --engine sglang (choose the MoE backend with --moe-backend NAME)",
+        )
+    if value not in vllm_flags.ALL2ALL_CHOICES:
+        raise BadInputError(
+            f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm_flags.VERSION}'s all2all backends",
+            fix=f"use one of {', '.join(vllm_flags.ALL2ALL_CHOICES)}, or drop --all2all-backend",
+        )
