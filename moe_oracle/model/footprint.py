@@ -251,6 +251,56 @@ def _deltanet_state_bytes(cfg: _Cfg) -> int:
     return conv + ssm * hv * dk * dv
 
 
+def _gemma4_heads(cfg: _Cfg, full: bool) -> tuple[int, int]:
+    """``(KV heads, head dim)`` of a Gemma-4 layer: full-attention layers take ``global_head_dim`` (default 512)
+    and, unless ``attention_k_eq_v`` is false, ``num_global_key_value_heads`` (transformers
+    ``configuration_gemma4.py:210-222``, ``per_layer_config``)."""
+    if not full:
+        return _kv_heads(cfg), _head_dim(cfg)
+    kv = _kv_heads(cfg)
+    if cfg.c.get("attention_k_eq_v", True) is not False and cfg.c.get("num_global_key_value_heads") is not None:
+        kv = cfg.int("num_global_key_value_heads")
+    return kv, cfg.int("global_head_dim", 512)
+
+
+def _gemma4_attention(cfg: _Cfg, *, full: bool) -> _Att:
+    """One Gemma-4 layer (vLLM 0.33 gemma4.py Gemma4Attention): q/k/v/o at the layer's head dim and KV heads (a
+    k_eq_v layer's K is loaded into both the K and the V slots, so V is held too), q and k norms over one head
+    (v's has no weight), biases when ``attention_bias``."""
+    for key in ("num_kv_shared_layers", "hidden_size_per_layer_input"):
+        if cfg.int(key, 0):  # layers that reuse another's KV, per-layer input embeddings: not weighed here
+            raise KeyError(key)
+    h, nh = cfg.int("hidden_size"), cfg.int("num_attention_heads")
+    nkv, d = _gemma4_heads(cfg, full)
+    dense = [(nh * d, h), (nkv * d, h), (nkv * d, h), (h, nh * d)]
+    raw = 2 * 2 * d + (2 * (nh * d + 2 * nkv * d + h) if cfg.flag("attention_bias") else 0)
+    return dense, [], raw
+
+
+def _kv_gemma4(cfg: _Cfg, layers: _Layers, kv_bytes: int) -> tuple[int, int, str]:
+    """K and V per token on the full-attention layers (their own KV heads and head dim); the sliding-window layers
+    hold at most ``sliding_window`` tokens."""
+    (gkv, gd), (skv, sd) = _gemma4_heads(cfg, True), _gemma4_heads(cfg, False)
+    full, sliding = layers.count("full"), layers.count("sliding")
+    window = cfg.int("sliding_window")
+    formula = (
+        f"{full} full-attention layers x 2 (K, V) x {gkv} KV heads x {gd} x {kv_bytes} B; fixed: {sliding} "
+        f"sliding-window layers x {window} tokens x 2 x {skv} KV heads x {sd}"
+    )
+    return full * 2 * gkv * gd * kv_bytes, sliding * window * 2 * skv * sd * kv_bytes, formula
+
+
+def _gemma4_extra(cfg: _Cfg, layers: _Layers) -> list[Part]:
+    """Gemma-4's router input scale ``[H]`` and per-expert output scale ``[E]`` (Gemma4Router), and each layer's
+    ``layer_scalar`` buffer, bf16."""
+    h, experts = cfg.int("hidden_size"), cfg.int("num_experts")
+    moe = layers.n - layers.dense
+    return [
+        Part(name="router scales", kind=PartKind.ROUTER, raw_bytes=moe * 2 * (h + experts)),
+        Part(name="layer scalars", kind=PartKind.OTHER, raw_bytes=2 * layers.n),
+    ]
+
+
 def _mamba2(cfg: _Cfg) -> _Att:
     """One Mamba-2 mixer (vLLM 0.33 ``layers/mamba/mamba_mixer2.py``, Nemotron-H): ``in_proj [2I + 2GN + heads, H]``
     and ``out_proj [H, I]`` in the checkpoint's format (I = ``mamba_num_heads x mamba_head_dim``, G ``n_groups``,
@@ -429,6 +479,10 @@ class AttentionKind:
     #: a config key spelling each layer as one block (Nemotron-H ``hybrid_override_pattern``: ``*`` attention,
     #: ``M`` a ``linear`` mixer, ``E`` MoE, ``-`` a dense MLP), each with one norm
     block_pattern: str = ""
+    #: hidden-size norms per layer (Gemma-4: 7 with its MoE block; a block-pattern family: 1), plus the final one
+    norms_per_layer: int = 2
+    #: the width key of a dense MLP every MoE layer runs beside its experts (Gemma-4 ``intermediate_size``)
+    parallel_mlp: str = ""
 
 
 _HF = "https://github.com/huggingface/transformers/blob/v4.57.1/src/transformers/models"
@@ -541,6 +595,17 @@ ATTENTION_KINDS: dict[str, AttentionKind] = {
         mtp_note="MTP layers are not counted (Nemotron-H's MTP drafter, vLLM nemotron_h_mtp.py, is not weighed)",
         source=f"one block per layer: GQA, Mamba-2 (mamba_mixer2.py), MoE or MLP ({_VLLM}/nemotron_h.py)",
     ),
+    "gemma4_text": AttentionKind(
+        partial(_gemma4_attention, full=True),
+        _kv_gemma4,
+        sliding=partial(_gemma4_attention, full=False),
+        extra=_gemma4_extra,
+        router_bias=0,
+        norms_per_layer=7,
+        parallel_mlp="intermediate_size",
+        mtp_keys=(),
+        source=f"sliding and global GQA with their own heads, a dense MLP beside the experts ({_VLLM}/gemma4.py)",
+    ),
     "laguna": AttentionKind(
         Gqa(qkv_bias="attention_bias", o_bias="attention_bias", qk_norm=True, head_gate="gating"),
         _kv_gqa,
@@ -559,8 +624,6 @@ UNWEIGHED: dict[str, str] = {
     "deepseek_v41": "its engram embedding tables (engram_*), the KV and indexer it shares across layers "
     "(kv_source_layer_ids, index_source_layer_ids), its DSpark draft layers and its vision tower",
     "minimax_m3": "its sparse-attention index heads (sparse_attention_config) and its MTP modules",
-    "gemma4": "the dense MLP beside the experts in each layer (enable_moe_block), the global layers' own head size "
-    "and KV heads (global_head_dim, num_global_key_value_heads, attention_k_eq_v) and its vision tower",
     "kimi_k3": "its KDA linear-attention layers (linear_attn_config), its gated MLA layers and the latent projections "
     "around its experts (routed_expert_hidden_size)",
     "step3": "its multi-matrix factorization attention (share_q_dim, num_attention_groups) and its vision tower",
@@ -793,8 +856,8 @@ def _read(
             linear=((1, vocab, h),),
         )
     )
-    norms = n + 1 if kind.block_pattern else 2 * n + 1  # one norm per block (Nemotron-H), else two per layer
-    parts.append(Part(name="norms", kind=PartKind.NORM, raw_bytes=2 * h * norms))
+    per_layer = 1 if kind.block_pattern else kind.norms_per_layer  # one norm per block (Nemotron-H)
+    parts.append(Part(name="norms", kind=PartKind.NORM, raw_bytes=2 * h * (per_layer * n + 1)))
     if not tied:
         parts.append(Part(name="LM head", kind=PartKind.HEAD, linear=((1, vocab, h),)))
     parts += _shared_parts(main, moe_layers, formats.dense_mlp, h, "", mtp=False)
@@ -808,6 +871,16 @@ def _read(
                 name="dense MLP layers",
                 kind=PartKind.DENSE_MLP,
                 linear=((up * layers.dense, inter, h), (layers.dense, h, inter)),
+                fmt=formats.dense_mlp,
+            )
+        )
+    if kind.parallel_mlp and moe_layers:
+        inter = cfg.int(kind.parallel_mlp)
+        parts.append(
+            Part(
+                name="dense MLP beside the experts",
+                kind=PartKind.DENSE_MLP,
+                linear=((2 * moe_layers, inter, h), (moe_layers, h, inter)),
                 fmt=formats.dense_mlp,
             )
         )

@@ -165,3 +165,31 @@ def test_nemotron_h_is_weighed_in_full_as_vllm_builds_it() -> None:
         len(g.layers) * g.num_experts * g.expert_weight_bytes() for g in desc.layer_groups
     )
     assert 63.0e9 < total < 63.4e9
+
+
+def test_gemma4_is_weighed_in_full_as_vllm_builds_it() -> None:
+    """Gemma-4 26B-A4B (vLLM 0.33 gemma4.py; per-layer shapes from transformers configuration_gemma4.py): 25
+    sliding layers (8 KV heads of 256) and 5 global ones (global_head_dim 512, num_global_key_value_heads 2, V held
+    though k_eq_v), q/k norms, a dense MLP beside the experts in every layer, the router's input and per-expert
+    scales, 7 norms per layer, tied embeddings; the vision tower is said not to be counted."""
+    desc = resolve_model("tests/fixtures/models/google--gemma-4-26B-A4B")
+    fp = desc.footprint
+    assert fp is not None and "gemma4.py" in fp.source
+    parts = {p.name: p for p in fp.parts}
+    h, nh = 2816, 16
+    assert set(parts["attention"].linear) == {
+        (5, nh * 512, h),
+        (5, 2 * 512, h),
+        (5, h, nh * 512),
+        (25, nh * 256, h),
+        (25, 8 * 256, h),
+        (25, h, nh * 256),
+    }
+    assert parts["attention"].raw_bytes == 5 * 4 * 512 + 25 * 4 * 256
+    assert parts["dense MLP beside the experts"].linear == ((60, 2112, h), (30, h, 2112))
+    assert parts["router"].raw_bytes == 0 and parts["router scales"].raw_bytes == 30 * 2 * (h + 128)
+    assert parts["norms"].raw_bytes == 2 * h * (7 * 30 + 1)
+    assert "LM head" not in parts
+    assert fp.kv_bytes_per_token == 5 * 2 * 2 * 512 * 2
+    assert fp.kv_bytes_fixed == 25 * 1024 * 2 * 8 * 256 * 2
+    assert any("vision tower" in n and "not counted" in n for n in fp.notes)

@@ -144,7 +144,7 @@ def test_mixtral_minimax_glm4_kimi_entries():
 
 
 def test_families_without_an_entry_get_no_footprint():
-    for model in ("google--gemma-4-26B-A4B", "moonshotai--Kimi-K3"):  # Nemotron-H has an entry now
+    for model in ("moonshotai--Kimi-K3",):  # Nemotron-H and Gemma-4 have entries now
         assert resolve_model(FIX + model).footprint is None, model
 
 
