@@ -13,6 +13,7 @@ fingerprint with :func:`~moe_oracle.decide.record.decision_fingerprint`, the one
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from moe_oracle.answers.results import GroupVerdict, Rejected, Selection, Verdict
@@ -24,9 +25,51 @@ from moe_oracle.errors import DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.registry import Registry
 from moe_oracle.rules import VariantSpec
 from moe_oracle.rules.variant_key import VariantKey
+from moe_oracle.spec.deployment import Deployment
 
 if TYPE_CHECKING:
     from moe_oracle.decide.fit import Fit
+
+
+def decide(
+    question: Question,
+    *,
+    override: Override | None = None,
+    allow_fallback: bool = False,
+    registry: Registry | None = None,
+) -> Decision:
+    """The decision for ``question``: automatic, or with ``override`` chosen wherever it can run
+    (:class:`OverrideRefusedError` otherwise, unless ``allow_fallback``). Every front end's decision is made here."""
+    if override is None:
+        return replace(decide_automatically(question, registry), allow_fallback=allow_fallback)
+    return decide_with_override(question, override, registry, allow_fallback=allow_fallback)
+
+
+def decide_resolved(
+    resolved: ResolvedQuestion, deployment: Deployment | None = None, *, registry: Registry | None = None
+) -> Decision:
+    """The decision for a command line's resolved question (on ``deployment`` instead: a replica's)."""
+    return decide(
+        resolved.question(deployment),
+        override=resolved.override,
+        allow_fallback=resolved.asked.options.allow_fallback,
+        registry=registry,
+    )
+
+
+def replay(inputs: dict[str, Any]) -> Decision:
+    """The decision for a record's inputs (:func:`moe_oracle.decide.record.replay_inputs`): its advisories are the
+    set it was made under (the record says which bundled ones it lacks)."""
+    question = Question.of(
+        inputs["model"],
+        inputs["deployment"],
+        inputs["software"],
+        engine=inputs["engine"],
+        workload=inputs["workload"],
+        conversion=inputs["conversion"],
+        advisories=inputs["advisories"],
+    )
+    return decide(question, override=inputs["override"], allow_fallback=inputs["allow_fallback"])
 
 
 def answer(
@@ -40,15 +83,7 @@ def answer(
     whose document is ``select --json``'s for the same inputs. An override that cannot run raises
     :class:`OverrideRefusedError` (unless ``allow_fallback``), as ``select --moe-backend`` exits 3."""
     wanted = Override.parse(override) if isinstance(override, str) else override
-    if wanted is None:
-        decision = decide_automatically(question, registry)
-        if allow_fallback:
-            from dataclasses import replace
-
-            decision = replace(decision, allow_fallback=True)
-    else:
-        decision = decide_with_override(question, wanted, registry, allow_fallback=allow_fallback)
-    return selection_of(decision)
+    return selection_of(decide(question, override=wanted, allow_fallback=allow_fallback, registry=registry))
 
 
 def selection_of(decision: Decision, *, software_origin: str = "", fit: Any = None) -> Selection:
@@ -139,7 +174,7 @@ def settle(
 
     def decide_at(budget: int | None) -> Decision:
         try:
-            return resolved.at_budget(budget).decide(registry=registry)
+            return decide_resolved(resolved.at_budget(budget), registry=registry)
         except OverrideRefusedError as exc:
             if on_refusal is not None:
                 on_refusal(exc)
@@ -180,7 +215,7 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
     from moe_oracle.answers.replicas import replica_choice
     from moe_oracle.fit.server import Layout
 
-    choice = replica_choice(resolved.deployment, decision, resolved.decide)
+    choice = replica_choice(resolved.deployment, decision, lambda dep: decide_resolved(resolved, dep))
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
         return None
     layout = Layout.of(choice.deployment)

@@ -119,11 +119,11 @@ def _label(chosen: Any) -> str:
 def _replay(record: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
     """Decide again from ``record``'s inputs, print the decision, and say whether every field the record
     shows is what its inputs decide (exit 0) or not (exit 5, one line per difference on stderr)."""
+    from moe_oracle.answers.door import replay
     from moe_oracle.decide.record import compare_replay, decision_to_json, device_note, record_origin, replay_inputs
-    from moe_oracle.decide.selection import decide
 
     inputs = replay_inputs(record)
-    decision = decide(**inputs)
+    decision = replay(inputs)
     doc = decision_to_json(decision, software_origin=record_origin(record))
     _emit(decision, doc, as_json, all_reasons)
     note = device_note(inputs["deployment"].device)

@@ -2,7 +2,8 @@
 
 ``select``, ``plan``, ``serve``, ``compare`` and every cell of ``matrix`` build one :class:`AskedQuestion`
 from the same flags (names and texts: a software profile name, a workload text, an advisory file) and
-resolve it here, once, into the typed inputs of :func:`~moe_oracle.decide.selection.decide`. So the same
+resolve it here, once, into the typed :class:`~moe_oracle.decide.question.Question` the decision is made from
+(:meth:`ResolvedQuestion.question`; the door, :mod:`moe_oracle.answers`, decides it). So the same
 question gets the same software default, workload, conversions, advisories, decision and fingerprint,
 whichever command asked it.
 """
@@ -15,11 +16,10 @@ from typing import Any
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory, AdvisorySet, load_advisories
 from moe_oracle.decide.memory_share import EngineMemorySettings
-from moe_oracle.decide.question import ConversionOptions
-from moe_oracle.decide.selection import Decision, Override, decide
+from moe_oracle.decide.question import ConversionOptions, Question
+from moe_oracle.decide.selection import Decision, Override
 from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
 from moe_oracle.model.types import ModelDescription
-from moe_oracle.registry import Registry
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
@@ -119,7 +119,8 @@ def check_ep_experts(model: ModelDescription, deployment: Deployment) -> None:
 
 @dataclass(frozen=True)
 class ResolvedQuestion:
-    """An :class:`AskedQuestion` with its inputs resolved: what :func:`decide` is called with."""
+    """An :class:`AskedQuestion` with its inputs resolved: the typed :class:`Question` (:meth:`question`), the
+    override and how the software was chosen."""
 
     asked: AskedQuestion
     deployment: Deployment
@@ -137,20 +138,18 @@ class ResolvedQuestion:
         flags = replace(self.asked.flags, max_num_batched_tokens=budget)
         return replace(self.asked, flags=flags).resolve(self.advisories)
 
-    def decide(self, deployment: Deployment | None = None, *, registry: Registry | None = None) -> Decision:
-        """The decision for this question (on ``deployment`` instead, for a plan's replica layout)."""
+    def question(self, deployment: Deployment | None = None) -> Question:
+        """The typed question this resolves to (on ``deployment`` instead, for a plan's replica layout): what the
+        decision is made from (:func:`moe_oracle.answers.door.decide`), with this question's advisories."""
         asked = self.asked
-        return decide(
+        return Question.of(
             asked.model,
             deployment or self.deployment,
             self.software,
             engine=asked.engine,
-            override=self.override,
-            allow_fallback=asked.options.allow_fallback,
-            advisories=self.advisories,
             workload=self.workload,
-            registry=registry,
             conversion=asked.options.conversion,
+            advisories=self.advisories,
         )
 
     def record(self, decision: Decision) -> dict[str, Any]:

@@ -1,8 +1,8 @@
-"""Launch plans: the engine-neutral plan model and the derived-resource formulas.
+"""Launch plans: the engine-neutral plan model, its rendering and the generated examples.
 
-``moe_oracle.fit.resources`` holds the pure formulas (DeepGEMM symmetric buffer, AITER
-token capacity, MoRI heap, SGLang token cap); ``moe_oracle.launch.build`` turns deployment
-flags into a :class:`~moe_oracle.launch.model.LaunchPlan` through the oracle's ``decide()``;
-engines write the commands (``moe_oracle.engines.vllm.plan``, ``moe_oracle.engines.sglang.plan``).
-Nothing here imports torch, vLLM or SGLang.
+``moe_oracle.launch.build`` turns a question into a :class:`~moe_oracle.launch.model.LaunchPlan`: the decision
+``select`` makes (through :mod:`moe_oracle.answers`), the replica step, the memory fit of :mod:`moe_oracle.fit`
+(which also holds the derived-resource formulas and the vocabulary the engines' plan modules write in), and the
+commands the engines write (``moe_oracle.engines.vllm.plan``, ``moe_oracle.engines.sglang.plan``). Nothing here
+imports torch, vLLM or SGLang, and ``select`` never imports this package.
 """

@@ -12,6 +12,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from moe_oracle.answers.door import decide_resolved
 from moe_oracle.answers.replicas import global_choice, replica_choice
 from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions
 from moe_oracle.decide.memory_share import EngineMemorySettings
@@ -192,7 +193,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     refused: OverrideRefusedError | None = None
     decision: Decision | None = None
     try:
-        decision = resolved.decide()
+        decision = decide_resolved(resolved)
     except OverrideRefusedError as exc:
         if not crossing:
             raise
@@ -200,7 +201,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
 
     replica_plan: ReplicaPlan | None = None
     active, active_dep, replicas = decision, deployment, 1
-    choice = replica_choice(deployment, decision, resolved.decide)
+    choice = replica_choice(deployment, decision, lambda dep: decide_resolved(resolved, dep))
     if choice is not None:
         requested_layout = Layout.of(deployment)
         refused_reasons = _domain_reasons(decision) if decision is not None else [refused.message] if refused else []

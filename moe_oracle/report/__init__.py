@@ -1,8 +1,8 @@
 """The capability matrix and the generated reference docs.
 
-:func:`~moe_oracle.report.matrix.build_matrix` calls :func:`moe_oracle.decide.selection.decide` once per
-scenario (model, device, topology, engine, software) and reads every candidate's verdict, so
-each cell agrees with ``moe-oracle select`` by construction. The renderers turn one
+:func:`~moe_oracle.report.matrix.build_matrix` asks the door ``select`` goes through
+(:func:`moe_oracle.answers.door.settle`) once per scenario (model, device, topology, engine, software) and reads
+every candidate's verdict, so each cell agrees with ``moe-oracle select`` by construction. The renderers turn one
 :class:`~moe_oracle.report.matrix.Matrix` into a terminal table, markdown, JSON or a
 self-contained HTML page; :mod:`moe_oracle.report.docs` renders the report's pages of ``docs/``
 from the declarations (:mod:`moe_oracle.cli.docs` writes them, with the CLI page). Nothing here
