@@ -14,7 +14,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from moe_oracle.errors import BadInputError, DeploymentError, excerpt
-from moe_oracle.software.profiles import named_profile, profile_names
+from moe_oracle.releases import RELEASES
+from moe_oracle.releases.profiles import named_profile, profile_names
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import (
     SPECULATIVE_CHOICES,
@@ -242,7 +243,7 @@ def check_engine_software(engine: str | None, software: str | None) -> None:
 
 
 #: The engine release a question about an engine is judged against by default (a named software profile).
-ENGINE_RELEASE_PROFILE = {"vllm": "vllm-0.33.0+moe-oracle", "sglang": "sglang-0.5.23+moe-oracle"}
+ENGINE_RELEASE_PROFILE = {engine.value: release.plugin_profile for engine, release in RELEASES.items()}
 
 
 def resolve_engine_software(name: str | None, device: str, engine: str) -> tuple[SoftwareProfile, str]:

@@ -92,7 +92,7 @@ class NoBackendError(RegistryError):
 
 
 def _load(ep: EntryPoint) -> BackendPackage:
-    from moe_oracle.software.profiles import NAMED_PROFILES
+    from moe_oracle.releases.profiles import NAMED_PROFILES
 
     produced = ep.load()()
     if not isinstance(produced, BackendPackage):

@@ -48,7 +48,7 @@ def list_(what: str, as_json: bool) -> None:
             for d in DEVICES.values()
         ]
     elif what == "profiles":
-        from moe_oracle.software.profiles import named_profile, profile_names
+        from moe_oracle.releases.profiles import named_profile, profile_names
 
         rows = [{"name": "installed", "description": "probed on this machine (default for --device local)"}]
         for name in profile_names():

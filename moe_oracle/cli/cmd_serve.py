@@ -79,9 +79,10 @@ def _meant(name: str, guarded: set[str] | dict[str, str]) -> str | None:
 
 def _decision_inputs(engine: str) -> tuple[dict[str, str], dict[str, str]]:
     """The engine's flags (and flag prefixes) that set a decision input -> the moe-oracle flag to use instead,
-    from the engine's vocabulary (``moe_oracle/engines/<engine>/flags.py``), canonical spellings included."""
-    from moe_oracle.engines.sglang import flags as sglang_flags
-    from moe_oracle.engines.vllm import flags as vllm_flags
+    from the engine's vocabulary (``moe_oracle/releases/<release>/flags.py``), canonical spellings included."""
+    from moe_oracle.releases import sglang, vllm
+
+    sglang_flags, vllm_flags = sglang.flags, vllm.flags
 
     vocabulary = vllm_flags if engine == "vllm" else sglang_flags
     table = dict(vocabulary.DECISION_INPUTS)
@@ -93,7 +94,9 @@ def _refuse_overrides(planned: list[str], extra: list[str], engine: str) -> None
     """Engine arguments after ``--`` may add to the plan, never change what it decided or what it decided with
     (exit 2): a flag the plan emitted, or one of the engine's decision inputs (its flags.py ``DECISION_INPUTS``),
     is refused with the moe-oracle flag to use instead."""
-    from moe_oracle.engines.vllm import flags as vllm_flags
+    from moe_oracle.releases import vllm
+
+    vllm_flags = vllm.flags
 
     inputs, prefixes = _decision_inputs(engine)
     decided = {_flag(t) for t in planned} - {None}

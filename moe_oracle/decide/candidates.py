@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 from moe_oracle.cost.model import CostEstimate
 from moe_oracle.decide.advisories import Advisory, advisories_for
-from moe_oracle.engine_gates import engine_profile
+from moe_oracle.releases import engine_profile
 from moe_oracle.rules import Conversion, Reason, Scenario, Status, VariantSpec
 from moe_oracle.rules.build import BuildSpec, Provenance
 from moe_oracle.rules.variant import Validation

@@ -21,8 +21,8 @@ from collections.abc import Iterable
 from moe_oracle.cost.model import workload_cost
 from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.question import Question
-from moe_oracle.engine_gates import engine_profile
 from moe_oracle.model.types import MoELayerGroup
+from moe_oracle.releases import engine_profile
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode, Scenario, VariantSpec
 from moe_oracle.rules.build import serving_builds
 from moe_oracle.rules.engine import EngineConversion

@@ -57,8 +57,10 @@ def check_step_batch(
 
 def check_all2all(engine: Engine, value: str | None) -> None:
     """Exit 2 for an ``--all2all-backend`` the engine does not take (see the module)."""
-    from moe_oracle.engines.vllm import flags as vllm_flags
     from moe_oracle.errors import BadInputError, excerpt
+    from moe_oracle.releases import vllm
+
+    vllm_flags = vllm.flags
 
     if value is None:
         return
@@ -70,6 +72,6 @@ def check_all2all(engine: Engine, value: str | None) -> None:
         )
     if value not in vllm_flags.ALL2ALL_CHOICES:
         raise BadInputError(
-            f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm_flags.VERSION}'s all2all backends",
+            f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm.VERSION}'s all2all backends",
             fix=f"use one of {', '.join(vllm_flags.ALL2ALL_CHOICES)}, or drop --all2all-backend",
         )

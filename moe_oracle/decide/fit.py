@@ -31,9 +31,9 @@ from moe_oracle.decide.memory_share import (
 )
 from moe_oracle.decide.placement import Over, group_size, placement
 from moe_oracle.decide.selection import Decision
-from moe_oracle.engine_gates.speculative import builds_mtp
 from moe_oracle.model.footprint import unweighed_note
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, PartKind
+from moe_oracle.releases.speculative import builds_mtp
 from moe_oracle.rules import Conversion, Engine, Reason, ReasonCode
 from moe_oracle.spec.deployment import Deployment
 
@@ -213,7 +213,7 @@ def measure_fit(
     ``conversions`` maps a layer group's name to the load-time conversion its chosen backend applies;
     ``buffer_bytes`` is the symmetric memory one rank allocates (the plan's derived total);
     ``mtp_built`` whether the MTP layers' weights are held (None: as the launch decides,
-    :func:`~moe_oracle.engine_gates.speculative.builds_mtp`);
+    :func:`~moe_oracle.releases.speculative.builds_mtp`);
     ``settings`` are the engine flags the share depends on (``memory_fraction``, when given, overrides
     its fraction); the share is the engine's own default for them (:func:`engine_share`).
     """

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory, AdvisorySet, bundled_advisories
-from moe_oracle.engine_gates import engine_profile
-from moe_oracle.engine_gates.speculative import built_groups, unbuilt_groups
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.releases import engine_profile
+from moe_oracle.releases.speculative import built_groups, unbuilt_groups
 from moe_oracle.rules import Engine, Scenario
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
@@ -93,7 +93,7 @@ class Question:
     @property
     def groups(self) -> tuple[MoELayerGroup, ...]:
         """The layer groups the launch builds: an engine builds MTP and draft layers only with speculative
-        decoding (:mod:`moe_oracle.engine_gates.speculative`)."""
+        decoding (:mod:`moe_oracle.releases.speculative`)."""
         return built_groups(self.model, self.engine, self.deployment)
 
     @property

@@ -1,1 +1,1 @@
-"""Engine integrations: launch plans and plug-ins (each engine's gates are in :mod:`moe_oracle.engine_gates`)."""
+"""Engine integrations: launch plans and plug-ins (each engine's gates are in :mod:`moe_oracle.releases`)."""

@@ -3,7 +3,7 @@
 A chosen variant reaches an engine either through the engine's own code (vLLM ``--moe-backend``,
 SGLang ``--moe-a2a-backend megamoe``: one value for the whole model) or through moe-oracle's
 runtime (the engine's plug-in, per layer group); the routes and their rules are the engine's
-profile (:mod:`moe_oracle.engine_gates`). Torch-free and engine-free: the plug-ins' start-up hooks and
+profile (:mod:`moe_oracle.releases`). Torch-free and engine-free: the plug-ins' start-up hooks and
 ``moe-oracle plan`` both use it.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from moe_oracle.engine_gates import engine_profile
 from moe_oracle.engines.layer_plan import LayerPlan
+from moe_oracle.releases import engine_profile
 from moe_oracle.rules import Reason, ReasonCode, Scenario, Status
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile, Route
 

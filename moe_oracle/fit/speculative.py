@@ -1,15 +1,15 @@
 """The speculative-decoding part of a launch plan: the engine's flags when on, the offer and its memory when off.
 
-Layer groups built only under speculative decoding (MTP, draft; :mod:`moe_oracle.engine_gates.speculative`)
+Layer groups built only under speculative decoding (MTP, draft; :mod:`moe_oracle.releases.speculative`)
 take part in the decision and the buffer sizes only when ``--speculative mtp`` is planned; otherwise the plan
 offers that setup with the expert memory it adds.
 """
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates.speculative import LAUNCHES, flag_built
 from moe_oracle.fit.server import PlanContext
 from moe_oracle.model.types import layer_span
+from moe_oracle.releases.speculative import LAUNCHES, flag_built
 from moe_oracle.shell import shell_join
 
 GIB = 1 << 30

@@ -23,8 +23,9 @@ def plugin_groups(plan: Any) -> list[str]:
     from the request the plan hands it: vLLM's ``--additional-config {"moe_oracle": {"backend": ...}}``, SGLang's
     ``MOE_ORACLE_SGLANG_BACKEND`` (with ``SGLANG_PLUGINS`` naming the plug-in); a pin to the engine's own name is
     the engine's."""
-    from moe_oracle.engines.sglang import flags as sglang_flags
-    from moe_oracle.engines.vllm import flags as vllm_flags
+    from moe_oracle.releases import sglang, vllm
+
+    sglang_flags, vllm_flags = sglang.flags, vllm.flags
 
     argv, env = list(plan.argv), plan.env
     request: object = None

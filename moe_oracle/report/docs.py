@@ -40,7 +40,7 @@ def docs_matrix() -> Matrix:
 
 
 def engine_profiles() -> list[EngineProfile]:
-    from moe_oracle.engine_gates import engine_profile
+    from moe_oracle.releases import engine_profile
 
     return [p for p in (engine_profile(e) for e in Engine) if p is not None]
 

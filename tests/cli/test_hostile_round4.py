@@ -109,8 +109,9 @@ def _serve(engine: str, *extra: str, json_out: bool = False) -> tuple[int, str, 
 
 
 def test_serve_refuses_every_engine_decision_input_from_the_vocabulary():
-    from moe_oracle.engines.sglang import flags as sglang_flags
-    from moe_oracle.engines.vllm import flags as vllm_flags
+    from moe_oracle.releases import sglang, vllm
+
+    sglang_flags, vllm_flags = sglang.flags, vllm.flags
 
     for engine, table in (("vllm", vllm_flags.DECISION_INPUTS), ("sglang", sglang_flags.DECISION_INPUTS)):
         for flag in table:

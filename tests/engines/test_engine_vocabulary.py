@@ -12,9 +12,9 @@ import re
 
 import pytest
 
-from moe_oracle.engine_gates import model_classes as MC
-from moe_oracle.engines.sglang import flags as SF
-from moe_oracle.engines.vllm import flags as VF
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
+from moe_oracle.releases.types import ModelClass
 from tests.engines.wheels import Wheel, wheel_or_skip
 
 _ADD_ARGUMENT = re.compile(r"add_argument\(\s*((?:\"-[^\"]*\"\s*,\s*)+)")
@@ -36,12 +36,12 @@ def _literal(source: str, name: str) -> set[str]:
 
 @pytest.fixture(scope="module")
 def vllm_wheel() -> Wheel:
-    return wheel_or_skip("vllm", VF.VERSION)
+    return wheel_or_skip("vllm", vllm_release.VERSION)
 
 
 @pytest.fixture(scope="module")
 def sglang_wheel() -> Wheel:
-    return wheel_or_skip("sglang", SF.VERSION)
+    return wheel_or_skip("sglang", sglang_release.VERSION)
 
 
 # --- vLLM 0.33.0 -----------------------------------------------------------------------------
@@ -54,38 +54,44 @@ def test_vllm_wheel_version(vllm_wheel: Wheel) -> None:
 def test_vllm_serve_flags_exist(vllm_wheel: Wheel) -> None:
     flags = _argparse_flags(vllm_wheel.text("vllm/engine/arg_utils.py"))
     flags |= _argparse_flags(vllm_wheel.text("vllm/entrypoints/common/cli_args.py"))
-    missing = [f for f in VF.SERVE_FLAGS if f not in flags]
+    missing = [f for f in vllm_release.flags.SERVE_FLAGS if f not in flags]
     assert not missing, missing
-    missing = [f for f in (*VF.DECISION_INPUTS, VF.PLUGIN_CONFIG_FLAG) if f not in flags]
+    missing = [
+        f for f in (*vllm_release.flags.DECISION_INPUTS, vllm_release.flags.PLUGIN_CONFIG_FLAG) if f not in flags
+    ]
     assert not missing, f"serve's refused decision inputs not in vLLM 0.33.0: {missing}"
 
 
 def test_vllm_backend_values_are_literal_members(vllm_wheel: Wheel) -> None:
     moe = _literal(vllm_wheel.text("vllm/config/kernel.py"), "MoEBackend")
-    assert set(VF.MOE_BACKENDS) <= moe
+    assert set(vllm_release.flags.MOE_BACKENDS) <= moe
     a2a = _literal(vllm_wheel.text("vllm/config/parallel.py"), "All2AllBackend")
-    assert set(VF.ALL2ALL_BACKENDS) <= a2a and VF.DEFAULT_ALL2ALL in a2a
-    assert set(VF.ALL2ALL_CHOICES) == a2a  # what --all2all-backend accepts with --engine vllm
-    assert f'all2all_backend: All2AllBackend = "{VF.DEFAULT_ALL2ALL}"' in vllm_wheel.text("vllm/config/parallel.py")
+    assert set(vllm_release.flags.ALL2ALL_BACKENDS) <= a2a and vllm_release.flags.DEFAULT_ALL2ALL in a2a
+    assert set(vllm_release.flags.ALL2ALL_CHOICES) == a2a  # what --all2all-backend accepts with --engine vllm
+    assert f'all2all_backend: All2AllBackend = "{vllm_release.flags.DEFAULT_ALL2ALL}"' in vllm_wheel.text(
+        "vllm/config/parallel.py"
+    )
 
 
 def test_vllm_environment_variables_exist(vllm_wheel: Wheel) -> None:
     envs = set(re.findall(r"^\s*\"([A-Z][A-Z0-9_]+)\"\s*:", vllm_wheel.text("vllm/envs.py"), re.MULTILINE))
-    missing = [k for k in VF.ENGINE_ENV if k not in envs]
+    missing = [k for k in vllm_release.flags.ENGINE_ENV if k not in envs]
     assert not missing, missing
     # library variables vLLM sets or reads by name
-    for name, where in VF.LIBRARY_ENV.items():
+    for name, where in vllm_release.flags.LIBRARY_ENV.items():
         path = where.split(" ", 1)[0]
         assert name in vllm_wheel.text(path), (name, path)
-    assert set(VF.EMITTED_ENV) <= set(VF.ENGINE_ENV) | set(VF.LIBRARY_ENV)
+    assert set(vllm_release.flags.EMITTED_ENV) <= set(vllm_release.flags.ENGINE_ENV) | set(
+        vllm_release.flags.LIBRARY_ENV
+    )
 
 
 def test_vllm_hooked_architectures_exist(vllm_wheel: Wheel) -> None:
     config_map = vllm_wheel.text("vllm/model_executor/models/config.py")
-    for arch in (*VF.DSV4_ARCHITECTURES, "GlmMoeDsaForCausalLM", "Glm5NextForCausalLM"):
+    for arch in (*vllm_release.flags.DSV4_ARCHITECTURES, "GlmMoeDsaForCausalLM", "Glm5NextForCausalLM"):
         assert f'"{arch}":' in config_map, arch
     registry = vllm_wheel.text("vllm/model_executor/models/registry.py")
-    for arch in VF.HOOKED_ARCHITECTURES:
+    for arch in vllm_release.flags.HOOKED_ARCHITECTURES:
         assert f'"{arch}"' in registry, arch
     hook = vllm_wheel.text("vllm/config/vllm.py")
     assert "MODELS_CONFIG_MAP.get(architecture" in hook and "cls.verify_and_update_config(self)" in hook
@@ -122,10 +128,10 @@ def _sglang_cli_flags(wheel: Wheel) -> set[str]:
 
 def test_sglang_launch_flags_exist(sglang_wheel: Wheel) -> None:
     flags = _sglang_cli_flags(sglang_wheel)
-    missing = [f for f in SF.LAUNCH_FLAGS if f not in flags]
+    missing = [f for f in sglang_release.flags.LAUNCH_FLAGS if f not in flags]
     assert not missing, missing
-    missing = [f for f in SF.DECISION_INPUTS if f not in flags]
-    missing += [p for p in SF.DECISION_INPUT_PREFIXES if not any(f.startswith(p) for f in flags)]
+    missing = [f for f in sglang_release.flags.DECISION_INPUTS if f not in flags]
+    missing += [p for p in sglang_release.flags.DECISION_INPUT_PREFIXES if not any(f.startswith(p) for f in flags)]
     assert not missing, f"serve's refused decision inputs not in SGLang 0.5.23: {missing}"
     assert "sglang/launch_server.py" in sglang_wheel.names
 
@@ -144,7 +150,7 @@ def test_sglang_megamoe_is_an_a2a_backend(sglang_wheel: Wheel) -> None:
 
 def test_sglang_runner_values_and_nvfp4_rule(sglang_wheel: Wheel) -> None:
     choices = _literal(sglang_wheel.text("sglang/srt/arg_groups/choices.py"), "MOE_RUNNER_BACKEND_CHOICES")
-    assert set(SF.MOE_RUNNER_BACKENDS) <= choices
+    assert set(sglang_release.flags.MOE_RUNNER_BACKENDS) <= choices
     modelopt = sglang_wheel.text("sglang/srt/layers/quantization/modelopt_quant.py").splitlines()
     rule = "\n".join(modelopt[2376:2387])
     assert "use_marlin_fallback = moe_runner_backend.is_marlin()" in rule and "is_blackwell" in rule
@@ -161,17 +167,19 @@ def test_sglang_speculative_rule(sglang_wheel: Wheel) -> None:
 def test_sglang_environment_variables_exist_with_their_defaults(sglang_wheel: Wheel) -> None:
     src = sglang_wheel.text("sglang/srt/environ.py")
     table = dict(re.findall(r"^\s+(SGLANG_[A-Z0-9_]+) = (Env\w+\([^)]*\))", src, re.MULTILINE))
-    for name, default in SF.ENGINE_ENV.items():
+    for name, default in sglang_release.flags.ENGINE_ENV.items():
         assert name in table, name
         literal = table[name]
         expected = {"0": "False", "1": "True"}.get(default, default) if literal.startswith("EnvBool") else default
         assert f"({expected})" in literal, (name, literal)
     mega = sglang_wheel.text("sglang/srt/arg_groups/mega_moe_hook.py")
     assert "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK" in mega and "chunked_prefill_size" in mega
-    assert set(SF.EMITTED_ENV) <= set(SF.ENGINE_ENV) | set(SF.LIBRARY_ENV) | set(SF.PLUGIN_ENV)
+    assert set(sglang_release.flags.EMITTED_ENV) <= set(sglang_release.flags.ENGINE_ENV) | set(
+        sglang_release.flags.LIBRARY_ENV
+    ) | set(sglang_release.flags.PLUGIN_ENV)
 
 
-# --- per model class (engine_gates/model_classes.py) -------------------------------------------
+# --- per model class (releases/<release>/model_classes.py) -------------------------------------------
 
 _CITE = re.compile(r"((?:model_executor/)?models/[\w/]+\.py):(\d+)")
 _SGLANG_MEGA_CALL = re.compile(r"forward_mega_moe|run_mega_routed_experts|_use_mega_moe|should_use_mega_moe")
@@ -187,15 +195,15 @@ def _window(lines: list[str], line: int, before: int = 3, after: int = 3) -> str
     return "\n".join(lines[max(0, line - 1 - before) : line + after])
 
 
-def _carriers(table: tuple[MC.ModelClass, ...], row: MC.ModelClass) -> set[str]:
+def _carriers(table: tuple[ModelClass, ...], row: ModelClass) -> set[str]:
     """Names that show a cited entry line reaches ``row.block``: the block, an architecture built on it, its model."""
     names = {row.block, *row.architectures, row.block.removesuffix("SparseMoeBlock") + "Model", "FusedMoEFactory("}
     names |= {a for r in table if r.block == row.block for a in r.architectures}
     return names
 
 
-@pytest.mark.parametrize("row", MC.SGLANG, ids=lambda r: r.architectures[0])
-def test_sglang_model_class_rows_match_the_wheel(sglang_wheel: Wheel, row: MC.ModelClass) -> None:
+@pytest.mark.parametrize("row", sglang_release.model_classes.SGLANG, ids=lambda r: r.architectures[0])
+def test_sglang_model_class_rows_match_the_wheel(sglang_wheel: Wheel, row: ModelClass) -> None:
     path, line = _cited(row.source)
     text = sglang_wheel.text(f"sglang/srt/{path}")
     lines = text.splitlines()
@@ -206,11 +214,11 @@ def test_sglang_model_class_rows_match_the_wheel(sglang_wheel: Wheel, row: MC.Mo
         assert not _SGLANG_MEGA_CALL.search(text), f"{path} calls the mega path"
     epath, eline = _cited(row.entry)
     window = _window(sglang_wheel.text(f"sglang/srt/{epath}").splitlines(), eline)
-    assert any(name in window for name in _carriers(MC.SGLANG, row)), (epath, eline, window)
+    assert any(name in window for name in _carriers(sglang_release.model_classes.SGLANG, row)), (epath, eline, window)
 
 
-@pytest.mark.parametrize("row", MC.VLLM, ids=lambda r: r.architectures[0])
-def test_vllm_model_class_rows_match_the_wheel(vllm_wheel: Wheel, row: MC.ModelClass) -> None:
+@pytest.mark.parametrize("row", vllm_release.model_classes.VLLM, ids=lambda r: r.architectures[0])
+def test_vllm_model_class_rows_match_the_wheel(vllm_wheel: Wheel, row: ModelClass) -> None:
     path, line = _cited(row.source)
     lines = vllm_wheel.text(f"vllm/{path}").splitlines()
     if row.mega:
@@ -223,7 +231,7 @@ def test_vllm_model_class_rows_match_the_wheel(vllm_wheel: Wheel, row: MC.ModelC
         assert "routed_experts_cls=" in lines[line - 1] and row.block in lines[line - 1], (path, line)
     epath, eline = _cited(row.entry)
     window = _window(vllm_wheel.text(f"vllm/{epath}").splitlines(), eline)
-    assert any(name in window for name in _carriers(MC.VLLM, row)), (epath, eline, window)
+    assert any(name in window for name in _carriers(vllm_release.model_classes.VLLM, row)), (epath, eline, window)
     registry = vllm_wheel.text("vllm/model_executor/models/registry.py")
     for arch in row.architectures:
         assert f'"{arch}"' in registry, arch

@@ -266,15 +266,15 @@ def test_plan_json_document() -> None:
 
 
 def test_every_plan_stays_inside_the_checked_vocabulary() -> None:
-    from moe_oracle.engines.sglang import flags as SF
-    from moe_oracle.engines.vllm import flags as VF
     from moe_oracle.launch.examples import ENGINES, EXAMPLES
+    from moe_oracle.releases import sglang as sglang_release
+    from moe_oracle.releases import vllm as vllm_release
 
     for ex in EXAMPLES:
         for engine in ENGINES:
             for software in (None, "all"):
                 p = build_plan(ex.request(engine, software))
-                vocab = VF if engine is Engine.VLLM else SF
+                vocab = vllm_release.flags if engine is Engine.VLLM else sglang_release.flags
                 for cmd in p.commands:
                     vocab.check_argv(cmd.argv)
                     assert set(cmd.env_dict) <= set(vocab.EMITTED_ENV)

@@ -322,7 +322,7 @@ def test_emulation_requests_judge_kernel_libraries_with_the_all_profile() -> Non
 
 def test_emulation_software_replaces_only_the_kernel_libraries() -> None:
     from moe_oracle.engines.vllm.shipped import KERNEL_LIBRARIES, emulation_software
-    from moe_oracle.software.profiles import named_profile
+    from moe_oracle.releases.profiles import named_profile
 
     base, every = named_profile("vllm-0.33.0"), named_profile("all")
     out = emulation_software(base)

@@ -26,19 +26,19 @@ import pytest
 sglang = pytest.importorskip("sglang")
 
 from moe_oracle.decide.question import ConversionOptions  # noqa: E402
-from moe_oracle.engine_gates import model_classes as MC  # noqa: E402
 from moe_oracle.errors import OracleError  # noqa: E402
 from moe_oracle.inputs import DeploymentFlags  # noqa: E402
 from moe_oracle.launch.build import PlanRequest, build_plan  # noqa: E402
 from moe_oracle.launch.examples import EXAMPLES  # noqa: E402
 from moe_oracle.launch.model import LaunchPlan  # noqa: E402
+from moe_oracle.releases import sglang as sglang_release  # noqa: E402
 from moe_oracle.rules import Engine  # noqa: E402
 from tests.model.model_test_helpers import QWEN15_MOE_A2_7B  # noqa: E402
 
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 #: Real configs of the families read beyond the presets (tests/fixtures/models, PROVENANCE.md there): model classes
-#: with and without a mega forward in SGLang 0.5.23 (engine_gates/model_classes.py SGLANG).
+#: with and without a mega forward in SGLang 0.5.23 (releases/sglang_0_5_23/model_classes.py SGLANG).
 FAMILY_FIXTURES = (
     "reconstructed--GLM-4.5-Air",
     "trimmed--GLM-4.7-Flash",
@@ -255,7 +255,7 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
     """The path SGLang takes is the path the plan names, layer group by layer group.
 
     The model class: SGLang's registry resolves the architecture, and the MoE block the per-class table names
-    (engine_gates/model_classes.py) is SGLang's own class, whose source calls the mega path exactly when the plan
+    (the release's model_classes.py) is SGLang's own class, whose source calls the mega path exactly when the plan
     names megamoe. The launch: groups the plan marks unbuilt have no draft model (no --speculative-algorithm), groups
     it decides are built; the quantization and runner the plan sets are what SGLang resolved."""
     import importlib
@@ -274,7 +274,7 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
         return
     megamoe = a2a == "megamoe"
     assert megamoe == engine_route, (plan.backend, argv)
-    row = MC.model_class("sglang", plan.architecture)
+    row = sglang_release.model_classes.TABLE.find(plan.architecture)
     if row is not None:
         cls, _ = ModelRegistry.resolve_model_cls([plan.architecture])
         module = importlib.import_module("sglang.srt." + row.source.split(":")[0].removesuffix(".py").replace("/", "."))

@@ -18,8 +18,8 @@ import pytest
 
 vllm = pytest.importorskip("vllm")
 
-from moe_oracle.engines.vllm import flags as VF  # noqa: E402
 from moe_oracle.engines.vllm import plugin as P  # noqa: E402
+from moe_oracle.releases import vllm as vllm_release  # noqa: E402
 
 PRESETS = Path(__file__).resolve().parents[2] / "moe_oracle" / "presets"
 V4 = str(PRESETS / "deepseek-ai--DeepSeek-V4-Flash")
@@ -96,7 +96,7 @@ def build(model: str, moe_backend: str | None = None, **kw: object) -> object:
 def test_vllm_version_and_plugin_entry_point() -> None:
     from importlib.metadata import entry_points
 
-    assert vllm.__version__ == VF.VERSION
+    assert vllm.__version__ == vllm_release.VERSION
     names = {ep.name: ep.value for ep in entry_points(group="vllm.general_plugins")}
     assert names.get("moe_oracle") == "moe_oracle.engines.vllm.plugin:register"
 
@@ -109,7 +109,7 @@ def test_auto_resolves_deep_gemm_mega_moe_on_b200(table: list[str]) -> None:
     entry = MODELS_CONFIG_MAP["DeepseekV4ForCausalLM"]
     assert entry._moe_oracle_wrapped and entry._moe_oracle_base.__name__ == "DeepseekV4ForCausalLMConfig"
     assert cfg.kernel_config.moe_backend == "deep_gemm_mega_moe"
-    assert cfg.parallel_config.all2all_backend == VF.DEFAULT_ALL2ALL
+    assert cfg.parallel_config.all2all_backend == vllm_release.flags.DEFAULT_ALL2ALL
     # the existing entry's behaviour is kept: DSv4's quant_method rewrite still happened
     assert cfg.model_config.hf_config.quantization_config["quant_method"] == "deepseek_v4_fp8"
     assert table[0].startswith("moe-oracle: DeepseekV4ForCausalLM --moe-backend auto -> deep_gemm_mega_moe")
@@ -227,7 +227,7 @@ def test_every_example_plan_parses_with_vllm_serve_parser() -> None:
                     pins = pins.values() if isinstance(pins, dict) else [pins]
                     assert all(p == "vllm" or p.startswith(plan.backend + ":") for p in pins), pins
                 seen_flags.update(a for a in argv if a.startswith("--"))
-    assert seen_flags <= set(VF.SERVE_FLAGS)
+    assert seen_flags <= set(vllm_release.flags.SERVE_FLAGS)
 
 
 def test_environment_names_and_literals_in_installed_vllm() -> None:
@@ -237,9 +237,9 @@ def test_environment_names_and_literals_in_installed_vllm() -> None:
     from vllm.config.kernel import MoEBackend
     from vllm.config.parallel import All2AllBackend
 
-    assert set(VF.ENGINE_ENV) <= set(envs.environment_variables)
-    assert set(VF.MOE_BACKENDS) <= set(typing.get_args(MoEBackend))
-    assert set(VF.ALL2ALL_BACKENDS) <= set(typing.get_args(All2AllBackend))
+    assert set(vllm_release.flags.ENGINE_ENV) <= set(envs.environment_variables)
+    assert set(vllm_release.flags.MOE_BACKENDS) <= set(typing.get_args(MoEBackend))
+    assert set(vllm_release.flags.ALL2ALL_BACKENDS) <= set(typing.get_args(All2AllBackend))
     import vllm.distributed.device_communicators.all2all as a2a
 
     assert "MORI_SHMEM_HEAP_SIZE" in Path(a2a.__file__).read_text()

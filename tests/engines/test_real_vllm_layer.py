@@ -592,12 +592,12 @@ def test_the_table_is_logged_once_at_info_and_at_debug_in_each_of_several_api_se
 def test_a_vllm_version_outside_the_range_leaves_vllm_alone_with_a_warning(
     models: dict[str, str], h200: None, oot: type
 ) -> None:
-    from moe_oracle.engines.vllm import flags as VF
     from moe_oracle.engines.vllm.snapshot import snapshot_from_vllm
+    from moe_oracle.releases import vllm as vllm_release
 
     cfg = engine_config(models["glm"], "emulation:sm90_fp8xfp8")
     snap = snapshot_from_vllm(cfg, "GlmMoeDsaForCausalLM")  # the real config's values
-    assert snap.vllm_version == vllm.__version__ and VF.supported(snap.vllm_version)
+    assert snap.vllm_version == vllm.__version__ and vllm_release.flags.supported(snap.vllm_version)
     for version in ("0.32.1", "0.40.0"):
         out = P.resolve(replace(snap, vllm_version=version))
         assert out.action == "skip" and out.level == logging.WARNING and out.additional_config is None

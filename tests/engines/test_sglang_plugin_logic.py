@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from moe_oracle.engines.sglang import flags as F
 from moe_oracle.engines.sglang.plugin import SglangArgs, resolve
 from moe_oracle.engines.sglang.shipped import ENV_BACKEND, plan_for, read_request, serves_any, shipped_plan
 from moe_oracle.errors import BadInputError
+from moe_oracle.releases import sglang as sglang_release
 
 V4 = "deepseek-ai/DeepSeek-V4-Flash"
 DP8 = dict(tp_size=8, attn_dp_size=8, ep_size=8, prefill_tokens_per_rank=2048, device="h200")
@@ -85,7 +85,7 @@ def test_a_plan_of_another_shape_is_refused():
 
 
 def test_the_plugin_variables_are_in_the_emitted_vocabulary():
-    assert {"SGLANG_PLUGINS", ENV_BACKEND} <= set(F.EMITTED_ENV)
+    assert {"SGLANG_PLUGINS", ENV_BACKEND} <= set(sglang_release.flags.EMITTED_ENV)
 
 
 def test_the_table_names_the_pinned_variant_where_decide_chose_sglangs_own():

@@ -84,11 +84,11 @@ def test_llama4_refusals_do_not_send_the_operator_to_the_other_engine() -> None:
     SGLang's table lists the class the checkpoint declares (``Llama4ForConditionalGeneration``, mllama4.py:1026)."""
     import json
 
-    from moe_oracle.engine_gates.model_classes import model_class, sglang_plugin_serves
+    from moe_oracle.releases import sglang
     from tests.cli.runner import cli
 
-    assert model_class("sglang", "Llama4ForConditionalGeneration") is not None
-    assert not sglang_plugin_serves("Llama4ForConditionalGeneration")
+    assert sglang.model_classes.TABLE.find("Llama4ForConditionalGeneration") is not None
+    assert not sglang.model_classes.sglang_plugin_serves("Llama4ForConditionalGeneration")
 
     def fixes_of(node: object) -> list[str]:
         if isinstance(node, dict):

@@ -229,19 +229,24 @@ NEW_ARCHITECTURES = (
 @pytest.mark.parametrize("architecture", NEW_ARCHITECTURES)
 def test_every_family_read_here_has_its_vllm_model_class(architecture):
     """Each engine gate row cites its file:line (checked against the wheels in tests/engines/test_engine_vocabulary)."""
-    from moe_oracle.engine_gates.model_classes import model_class, plugin_serves, plugin_why_not
+    from moe_oracle.releases import vllm
 
-    row = model_class("vllm", architecture)
+    row = vllm.model_classes.TABLE.find(architecture)
     assert row is not None
-    assert plugin_serves(architecture) or "subclass" in plugin_why_not(architecture)
+    assert vllm.model_classes.plugin_serves(architecture) or "subclass" in vllm.model_classes.plugin_why_not(
+        architecture
+    )
 
 
 def test_sglang_mega_rows_of_the_new_families():
-    from moe_oracle.engine_gates.model_classes import calls_mega, sglang_plugin_serves
+    from moe_oracle.releases import sglang
 
-    assert calls_mega("sglang", "MiniMaxM3SparseForCausalLM") and not sglang_plugin_serves("MiniMaxM3SparseForCausalLM")
-    assert not calls_mega("sglang", "MiMoV2FlashForCausalLM") and sglang_plugin_serves("MiMoV2FlashForCausalLM")
-    assert not calls_mega("sglang", "LagunaForCausalLM")
+    calls_mega = sglang.model_classes.TABLE.calls_mega
+    sglang_plugin_serves = sglang.model_classes.sglang_plugin_serves
+
+    assert calls_mega("MiniMaxM3SparseForCausalLM") and not sglang_plugin_serves("MiniMaxM3SparseForCausalLM")
+    assert not calls_mega("MiMoV2FlashForCausalLM") and sglang_plugin_serves("MiMoV2FlashForCausalLM")
+    assert not calls_mega("LagunaForCausalLM")
 
 
 def test_k2_horizon_router_keys_and_qwen_schedule():

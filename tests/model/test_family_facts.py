@@ -4,10 +4,13 @@ item 5). A new family (or architecture) added to one table and not the others fa
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates.model_classes import TABLES, UNLISTED, model_class, why_no_mega
 from moe_oracle.model.adapters import catalog
 from moe_oracle.model.footprint import ATTENTION_KINDS, UNWEIGHED, unweighed_note
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.releases import RELEASES
+
+#: Each engine's model-class table (its release's).
+TABLES = {r.engine.value: r.model_classes for r in RELEASES.values()}
 
 
 def _families() -> dict[str, tuple[set[str], set[str]]]:
@@ -44,13 +47,13 @@ def test_every_footprint_entry_is_a_model_type_the_reader_reads() -> None:
 
 def test_every_architecture_is_in_each_engine_table_or_declared_unlisted() -> None:
     for engine, table in TABLES.items():
-        listed = {a for row in table for a in row.architectures}
-        unlisted = UNLISTED[engine]
+        listed = {a for row in table.rows for a in row.architectures}
+        unlisted = table.unlisted
         for family, (archs, _) in sorted(_families().items()):
             for arch in sorted(archs):
                 assert arch in listed or arch in unlisted, (
                     f"{family}: {arch} is read by the model reader but unknown to the {engine} model-class table "
-                    "(add a row with its source line, or declare it in model_classes.UNLISTED)"
+                    "(add a row with its source line, or declare it in its release's model_classes.UNLISTED)"
                 )
         stale = sorted(a for a in unlisted if a in listed)
         assert not stale, f"{engine}: UNLISTED names architectures the table lists: {stale}"
@@ -59,10 +62,10 @@ def test_every_architecture_is_in_each_engine_table_or_declared_unlisted() -> No
 
 
 def test_an_unlisted_architecture_gets_its_sentence_not_a_mega_claim() -> None:
-    for engine, unlisted in UNLISTED.items():
-        for arch in unlisted:
-            assert model_class(engine, arch) is None
-            why = why_no_mega(engine, arch)
+    for table in TABLES.values():
+        for arch in table.unlisted:
+            assert table.find(arch) is None
+            why = table.why_no_mega(arch)
             assert arch in why and "not in moe-oracle's table" not in why
 
 

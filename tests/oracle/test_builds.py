@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 
 from moe_oracle.cli.app import cli
+from moe_oracle.releases.profiles import NAMED_PROFILES, named_profile, profile_names
 from moe_oracle.rules import LayerScenario, ReasonCode
 from moe_oracle.rules.build import Provenance, builds_present
 from moe_oracle.software.catalog import known_builds, known_libraries
 from moe_oracle.software.probe import probe_library
-from moe_oracle.software.profiles import NAMED_PROFILES, named_profile, profile_names
 from moe_oracle.software.types import LibraryBuild, LibrarySpec
 from tests.oracle.helpers import GLM5_FP8, V4_FLASH, chosen, manual, run
 

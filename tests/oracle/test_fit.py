@@ -123,7 +123,7 @@ def _non_expert(fit) -> int:
 
 def test_the_mtp_layers_follow_the_speculative_decoding_plan():
     """The footprint's MTP parts and the MTP experts count exactly when the launch builds the MTP layers
-    (engine_gates.speculative.builds_mtp: --speculative mtp on an engine, or --engine none), and the text says so."""
+    (releases.speculative.builds_mtp: --speculative mtp on an engine, or --engine none), and the text says so."""
     model = resolve_model("zai-org/GLM-5-FP8")
     plain, spec = _dep("h200", dp=8, ep=8), _dep("h200", dp=8, ep=8, speculative="mtp")
     off, on = measure_fit(model, plain, Engine.VLLM), measure_fit(model, spec, Engine.VLLM)

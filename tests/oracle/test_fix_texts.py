@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from moe_oracle.engine_gates import engine_profile
 from moe_oracle.registry import load_registry
+from moe_oracle.releases import engine_profile
 from moe_oracle.rules import Engine
 from tests.oracle.helpers import GLM5_FP8, run
 

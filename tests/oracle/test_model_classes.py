@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from moe_oracle.engine_gates import model_classes as MC
-from moe_oracle.engine_gates.vllm import PROFILE as VLLM_PROFILE
-from moe_oracle.engines.vllm import flags as VF
+from moe_oracle.releases import RELEASES
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from tests.oracle.helpers import GLM5_FP8, V4_FLASH, chosen, codes, manual, run
 
 GLM45_AIR = "tests/fixtures/models/reconstructed--GLM-4.5-Air"
@@ -73,14 +73,15 @@ def test_sglang_plugin_serves_a_fused_moe_block_without_a_mega_forward(architect
     d = run(_fp8(architecture), "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
     assert chosen(d) == SM90_FP8
     assert {r.route for r in group_routes(d)} == {"moe-oracle"}
-    assert MC.sglang_plugin_serves(architecture)
+    assert sglang_release.model_classes.sglang_plugin_serves(architecture)
 
 
 def test_sglang_plugin_refuses_a_block_it_does_not_replace() -> None:
     d = run(_fp8("GptOssForCausalLM"), "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
     assert chosen(d) is None
-    assert "does not build its experts as the FusedMoE the plug-in replaces" in MC.sglang_plugin_why_not(
-        "GptOssForCausalLM"
+    assert (
+        "does not build its experts as the FusedMoE the plug-in replaces"
+        in sglang_release.model_classes.sglang_plugin_why_not("GptOssForCausalLM")
     )
 
 
@@ -88,7 +89,7 @@ def _native_codes(model) -> list[str]:
     """Reason codes of vLLM's own deep_gemm_mega_moe route (not the plug-in's) for SM100 FP8xFP4."""
     d = run(model, "b200", dp=8, ep=8, engine="vllm")
     spec = next(c.spec for c in d.main.candidates if c.spec.key == SM100_FP4)
-    gate = VLLM_PROFILE.gate("deep_gemm_mega_moe")
+    gate = vllm_release.gates.PROFILE.gate("deep_gemm_mega_moe")
     assert gate is not None
     return [r.code.value for r in gate.evaluate(spec, d.question.scenario(d.main.group))]
 
@@ -103,18 +104,20 @@ def test_vllm_plugin_route_refused_where_the_plugin_cannot_serve(architecture: s
     d = run(_fp8(architecture), "h200", dp=8, ep=8, engine="vllm")
     assert chosen(d) is None
     spec = next(c.spec for c in d.main.candidates if c.spec.key == SM90_FP8)
-    plugin = next(s for s in VLLM_PROFILE.routes(spec) if s.route == "moe-oracle")
+    plugin = next(s for s in vllm_release.gates.PROFILE.routes(spec) if s.route == "moe-oracle")
     reasons = plugin.evaluate(spec, d.question.scenario(d.main.group))
     assert [r.code.value for r in reasons] == ["MODEL_CLASS_UNSUPPORTED"]
-    assert MC.model_class("vllm", architecture).blocker in reasons[0].message
+    assert vllm_release.model_classes.TABLE.find(architecture).blocker in reasons[0].message
 
 
 def test_vllm_plugin_hook_and_decision_share_one_table() -> None:
-    assert set(VF.HOOKED_ARCHITECTURES) == set(MC.plugin_architectures())
-    assert {"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Qwen3MoeForCausalLM"} <= set(VF.HOOKED_ARCHITECTURES)
-    assert not {"GptOssForCausalLM", "DbrxForCausalLM"} & set(VF.HOOKED_ARCHITECTURES)
-    for arch in MC.plugin_architectures():
-        assert MC.plugin_serves(arch) and not MC.plugin_why_not(arch)
+    assert set(vllm_release.flags.HOOKED_ARCHITECTURES) == set(vllm_release.model_classes.plugin_architectures())
+    assert {"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Qwen3MoeForCausalLM"} <= set(
+        vllm_release.flags.HOOKED_ARCHITECTURES
+    )
+    assert not {"GptOssForCausalLM", "DbrxForCausalLM"} & set(vllm_release.flags.HOOKED_ARCHITECTURES)
+    for arch in vllm_release.model_classes.plugin_architectures():
+        assert vllm_release.model_classes.plugin_serves(arch) and not vllm_release.model_classes.plugin_why_not(arch)
 
 
 def test_every_family_of_the_reference_has_a_row_in_both_tables() -> None:
@@ -140,9 +143,9 @@ def test_every_family_of_the_reference_has_a_row_in_both_tables() -> None:
         "Step3p5ForCausalLM",
     )
     for arch in families:
-        assert MC.model_class("sglang", arch) is not None, arch
-        assert MC.model_class("vllm", arch) is not None, arch
-    for table in MC.TABLES.values():
+        assert sglang_release.model_classes.TABLE.find(arch) is not None, arch
+        assert vllm_release.model_classes.TABLE.find(arch) is not None, arch
+    for table in (r.model_classes.rows for r in RELEASES.values()):
         archs = [a for row in table for a in row.architectures]
         assert len(archs) == len(set(archs))
 

@@ -61,7 +61,7 @@ def test_an_unmeasured_shape_is_costed_from_the_shapes_measured():
 )
 def test_workload_decides_fused_or_not(workload, expected):
     from moe_oracle.decide.selection import decide
-    from moe_oracle.software.profiles import named_profile
+    from moe_oracle.releases.profiles import named_profile
 
     dep, _ = build_deployment(DeploymentFlags(device="h200", gpus_per_node=1))
     wl = Workload.parse(workload, dep.parallel.tokens_per_rank)

@@ -9,8 +9,8 @@ import pytest
 from moe_oracle.decide.record import decision_to_json, fingerprint, replay_inputs
 from moe_oracle.decide.selection import decide
 from moe_oracle.inputs import resolve_software
+from moe_oracle.releases.profiles import NAMED_PROFILES, named_profile
 from moe_oracle.software.probe import probe_installed
-from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
 from tests.oracle.helpers import V4_FLASH, chosen, run
 
 

@@ -43,7 +43,7 @@ def test_kernel_missing_names_the_build():
 def test_library_version():
     from moe_oracle.decide.selection import decide
     from moe_oracle.inputs import DeploymentFlags, build_deployment
-    from moe_oracle.software.profiles import named_profile
+    from moe_oracle.releases.profiles import named_profile
     from moe_oracle.software.types import LibraryBuild
 
     base = named_profile("all")

@@ -9,10 +9,10 @@ import pytest
 from moe_oracle.cli.app import main
 from moe_oracle.decide.record import decision_to_json, replay_inputs
 from moe_oracle.decide.selection import decide
-from moe_oracle.engine_gates.speculative import SGLANG
 from moe_oracle.engines.vllm.snapshot import snapshot_inputs
 from moe_oracle.inputs import DeploymentFlags
 from moe_oracle.launch.build import PlanRequest, build_plan
+from moe_oracle.releases import sglang
 from moe_oracle.rules import Engine
 from tests.oracle.helpers import GLM51_NVFP4, V4_FLASH_NVFP4, run
 
@@ -47,7 +47,10 @@ def test_v4_flash_nvfp4_sglang_buffer_counts_only_built_groups() -> None:
     assert round(_total(off), 2) == 4.52 and round(_total(on), 2) == 9.18
     assert "--speculative-algorithm" not in off.commands[0].argv
     argv = on.commands[0].argv
-    assert argv[-len(SGLANG.argv) :] == SGLANG.argv and SGLANG.argv[:2] == ("--speculative-algorithm", "EAGLE")
+    assert argv[-len(sglang.SPECULATIVE.argv) :] == sglang.SPECULATIVE.argv and sglang.SPECULATIVE.argv[:2] == (
+        "--speculative-algorithm",
+        "EAGLE",
+    )
     offer = next(n for n in off.notes if n.startswith("Speculative decoding is off"))
     assert "--speculative mtp" in offer and "0.40 GiB per rank" in offer
     assert [g["name"] for g in off.groups if g.get("built") is False] == ["mtp"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cli.docs import FILES
-from moe_oracle.engine_gates import engine_profile
+from moe_oracle.releases import engine_profile
 from moe_oracle.report.docs import DOCS_COMMAND, MATRIX_MD, REASONS_MD, VARIANTS_MD, docs_registry
 from moe_oracle.rules import Engine, ReasonCode
 from tests.report.conftest import DOCS, REPO

@@ -3,7 +3,7 @@
 Engine-native: SGLang 0.5.23 runs it behind ``--moe-a2a-backend flashinfer_megamoe``
 (``srt/layers/moe/flashinfer_megamoe.py``); moe-oracle declares its limits and ranks it, but has no runtime
 class, weight layout or staging for it (``runtime=None``): ``--engine none`` and ``build_layer`` refuse it, and
-so does every engine that does not wire it (``engine_gates/sglang.py`` declares the SGLang route).
+so does every engine that does not wire it (``moe_oracle/releases/sglang_0_5_23/gates.py`` declares the SGLang route).
 """
 
 from __future__ import annotations

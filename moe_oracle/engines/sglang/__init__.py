@@ -1,1 +1,1 @@
-"""SGLang integration: launch plans (its gates: :mod:`moe_oracle.engine_gates.sglang`)."""
+"""SGLang integration: launch plans (its gates: ``moe_oracle/releases/sglang_0_5_23/gates.py``)."""

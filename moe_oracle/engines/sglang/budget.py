@@ -14,8 +14,8 @@ covers each rank's real chunk.
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates.sources import SGLANG_SRC
 from moe_oracle.fit.derived import Derived, align
+from moe_oracle.releases import sglang as release
 
 CAP_ENV = "SGLANG_OPT_DEEPGEMM_MEGA_MOE_NUM_MAX_TOKENS_PER_RANK"
 
@@ -67,7 +67,7 @@ def derive_prefill_tokens(*, chunked_prefill_size: int, attn_dp_size: int) -> De
         unit="tokens",
         formula=part,
         inputs={"chunked_prefill_size": chunked_prefill_size, "attn_dp_size": attn_dp_size},
-        source=f"{SGLANG_SRC}/srt/arg_groups/parallel_hook.py#L326-L336 (_handle_data_parallelism divides "
+        source=f"{release.SOURCE}/srt/arg_groups/parallel_hook.py#L326-L336 (_handle_data_parallelism divides "
         "chunked_prefill_size by attn_dp_size)",
     )
 
@@ -117,8 +117,8 @@ def derive_sglang_token_cap(
             "per-rank prefill chunk": per_rank,
             "SGLang start-up check (required_per_rank)": checked,
         },
-        source=f"{SGLANG_SRC}/srt/layers/moe/mega_moe.py#L172-L193 should_use_mega_moe (max tokens per rank <= cap, "
-        f"else fused MoE); {SGLANG_SRC}/srt/arg_groups/mega_moe_hook.py#L161-L258 validate_mega_moe_token_budget; "
-        + check,
+        source=f"{release.SOURCE}/srt/layers/moe/mega_moe.py#L172-L193 should_use_mega_moe (max tokens per rank <= "
+        f"cap, else fused MoE); {release.SOURCE}/srt/arg_groups/mega_moe_hook.py#L161-L258 "
+        "validate_mega_moe_token_budget; " + check,
         env=CAP_ENV,
     )

@@ -16,11 +16,9 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from moe_oracle.engine_gates.sglang import PROFILE
 from moe_oracle.engines.plugin_probe import probe_note
 from moe_oracle.engines.routes import GroupRoute, backend_pins, group_routes
 from moe_oracle.engines.sglang import budget as B
-from moe_oracle.engines.sglang import flags as F
 from moe_oracle.engines.sglang.runner import RUNNER_FLAG, runner_pin
 from moe_oracle.errors import BadInputError
 from moe_oracle.fit.derived import Derived, Shape
@@ -35,9 +33,13 @@ from moe_oracle.fit.resources import (
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.fit.speculative import speculative_argv, speculative_notes
 from moe_oracle.model.types import MoELayerGroup, WeightFormat
+from moe_oracle.releases import sglang as release
 from moe_oracle.rules import Engine
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineConversion
 from moe_oracle.spec.deployment import Deployment
+
+#: The flag vocabulary of the engine release these plans and hooks are written for.
+F = release.flags
 
 #: The DeepGEMM build SGLang 0.5.23 pins (``sglang-0.5.23.dist-info/METADATA``: sgl-deep-gemm==0.2.3.post2).
 DG_BUILD = "sgl-deep-gemm 0.2.3.post2"
@@ -107,7 +109,7 @@ def _engine_conversions(ctx: PlanContext) -> list[EngineConversion]:
     found: list[EngineConversion] = []
     for g in ctx.decision.groups:
         conv = g.chosen.conversion if g.chosen is not None else None
-        own = PROFILE.conversion(conv) if conv is not None else None
+        own = release.gates.PROFILE.conversion(conv) if conv is not None else None
         if own is not None and own not in found:
             found.append(own)
     return found
@@ -228,7 +230,7 @@ def _lossy_offers(ctx: PlanContext) -> list[str]:
     for g in ctx.decision.groups:
         for cand in g.conversions:
             codes = {r.code.value for r in cand.failures}
-            own = PROFILE.conversion(cand.conversion) if cand.conversion is not None else None
+            own = release.gates.PROFILE.conversion(cand.conversion) if cand.conversion is not None else None
             if own is None or codes != {"CONVERSION_LOSSY"}:
                 continue
             line = (
@@ -338,7 +340,7 @@ def _launch_advisories(ctx: PlanContext, env: dict[str, str], notes: list[str]) 
     from moe_oracle.decide.launch_advisories import launch_advisories
 
     keys = [(g.chosen.spec.backend, g.chosen.spec.variant) for g in ctx.decision.groups if g.chosen is not None]
-    for adv in launch_advisories("sglang", F.VERSION, keys):
+    for adv in launch_advisories("sglang", release.VERSION, keys):
         env.update(adv.env)
         notes.append(adv.note())
 
@@ -444,7 +446,7 @@ def build(ctx: PlanContext) -> EngineParts:
         derived=derived,
         notes=notes,
         placeholders=_placeholders(ctx),
-        version=F.VERSION,
+        version=release.VERSION,
     )
 
 
@@ -475,7 +477,10 @@ def _commands(ctx: PlanContext, argv: list[str], env: dict[str, str]) -> list[Co
             continue
         for rank in range(nodes):
             extra = ["--nnodes", str(nodes), "--node-rank", str(rank)]
-            extra += ["--dist-init-addr", "${" + _head(replica, ctx.replicas) + "}:" + str(F.DIST_INIT_PORT)]
+            extra += [
+                "--dist-init-addr",
+                "${" + _head(replica, ctx.replicas) + "}:" + str(F.DIST_INIT_PORT),
+            ]
             where = f"node {rank}" if ctx.replicas == 1 else f"replica {replica}, node {rank}"
             marked = (len(argv) + len(extra) - 1,)  # the --dist-init-addr value
             commands.append(

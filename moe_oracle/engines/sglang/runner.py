@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from moe_oracle.engine_gates.sources import SGLANG_SRC
 from moe_oracle.model.types import WeightFormat
+from moe_oracle.releases import sglang as release
 
 #: the runner moe-oracle's plans pin where SGLang would resolve another (SGLang's default CUDA MoE runner)
 PINNED_RUNNER = "triton"
@@ -51,7 +51,7 @@ SM100_TRTLLM_OVERRIDES: tuple[RunnerOverride, ...] = (
         ("Glm4MoeForCausalLM",),
         ("modelopt_fp4", None),
         "flashinfer_trtllm",
-        f"{SGLANG_SRC}/srt/arg_groups/model_overrides/glm4_moe.py#L15-L42",
+        f"{release.SOURCE}/srt/arg_groups/model_overrides/glm4_moe.py#L15-L42",
     ),
     RunnerOverride(
         (
@@ -65,7 +65,7 @@ SM100_TRTLLM_OVERRIDES: tuple[RunnerOverride, ...] = (
         ),
         ("fp8", "modelopt_fp4", "modelopt_mixed", None),
         "flashinfer_trtllm",
-        f"{SGLANG_SRC}/srt/arg_groups/model_overrides/qwen3_moe.py#L29-L90",
+        f"{release.SOURCE}/srt/arg_groups/model_overrides/qwen3_moe.py#L29-L90",
     ),
     RunnerOverride(
         (
@@ -82,7 +82,7 @@ SM100_TRTLLM_OVERRIDES: tuple[RunnerOverride, ...] = (
         ),
         ("fp8", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed", "compressed-tensors", None),
         "flashinfer_trtllm",
-        f"{SGLANG_SRC}/srt/arg_groups/overrides.py#L744-L831",
+        f"{release.SOURCE}/srt/arg_groups/overrides.py#L744-L831",
     ),
 )
 

@@ -1,1 +1,1 @@
-"""vLLM integration: launch plans and the general plug-in (its gates: :mod:`moe_oracle.engine_gates.vllm`)."""
+"""vLLM integration: launch plans and the general plug-in (its gates: ``moe_oracle/releases/vllm_0_33/gates.py``)."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 
 from moe_oracle.engines.plugin_probe import probe_note
-from moe_oracle.engines.vllm import flags as F
 from moe_oracle.errors import BadInputError
 from moe_oracle.fit.resources import (
     Derived,
@@ -28,8 +27,12 @@ from moe_oracle.fit.resources import (
 )
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.fit.speculative import speculative_argv, speculative_notes
+from moe_oracle.releases import vllm as release
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
+
+#: The flag vocabulary of the engine release these plans and hooks are written for.
+F = release.flags
 
 TOKENS_ORIGIN = "--max-num-batched-tokens; vLLM passes scheduler max_num_batched_tokens to the mega path unchanged"
 
@@ -261,4 +264,6 @@ def build(ctx: PlanContext) -> EngineParts:
             )
     for cmd in commands:
         F.check_argv(cmd.argv)
-    return EngineParts(commands=commands, derived=derived, notes=notes, placeholders=placeholders, version=F.VERSION)
+    return EngineParts(
+        commands=commands, derived=derived, notes=notes, placeholders=placeholders, version=release.VERSION
+    )

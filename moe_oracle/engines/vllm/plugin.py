@@ -47,7 +47,6 @@ import os
 import sys
 from typing import Any
 
-from moe_oracle.engines.vllm import flags as F
 from moe_oracle.engines.vllm.resolve import Outcome, _with_vllm_defaults, resolve, substituted_experts
 from moe_oracle.engines.vllm.snapshot import (
     ENV_BACKEND,
@@ -61,6 +60,10 @@ from moe_oracle.engines.vllm.snapshot import (
     snapshot_inputs,
 )
 from moe_oracle.engines.vllm.table import decision_table
+from moe_oracle.releases import vllm as release
+
+#: The flag vocabulary of the engine release these plans and hooks are written for.
+F = release.flags
 
 __all__ = [
     "ENV_BACKEND",

@@ -13,9 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypedDict
 
-from moe_oracle.engines.vllm import flags as F
 from moe_oracle.engines.vllm.snapshot import ENV_DEVICE, ENV_SWITCH, VllmSnapshot, _layout, snapshot_inputs
+from moe_oracle.releases import vllm as release
 from moe_oracle.rules.variant_key import VariantKey
+
+#: The flag vocabulary of the engine release these plans and hooks are written for.
+F = release.flags
 
 if TYPE_CHECKING:
     from moe_oracle.cost.model import Workload
@@ -95,7 +98,6 @@ def _level(snap: VllmSnapshot) -> int:
 
 def resolve(snap: VllmSnapshot) -> Outcome:
     """The plug-in's decision for one config, from plain values (the unit-tested core)."""
-    from moe_oracle.engine_gates.vllm import served_architecture
     from moe_oracle.engines.vllm.shipped import read_request
     from moe_oracle.engines.vllm.snapshot import check_env
     from moe_oracle.errors import BadInputError
@@ -113,10 +115,11 @@ def resolve(snap: VllmSnapshot) -> Outcome:
         request = read_request(snap.additional_config, snap.env)
     except BadInputError as exc:
         return Outcome("refuse", requested, error=f"{exc.one_line()} [moe-oracle]", table=[f"{head}: refused"])
-    hooked = served_architecture(snap.architecture) or snap.architecture in F.HOOKED_ARCHITECTURES
+    hooked = release.gates.served_architecture(snap.architecture) or snap.architecture in F.HOOKED_ARCHITECTURES
     if not request.explicit and requested not in F.MOE_BACKENDS and not hooked:
         line = (
-            f"{head}: vLLM {F.VERSION} does not build {snap.architecture}'s MoE as the RoutedExperts moe-oracle serves"
+            f"{head}: vLLM {release.VERSION} does not build {snap.architecture}'s MoE as the RoutedExperts "
+            "moe-oracle serves"
         )
         return Outcome("skip", requested, table=[line], level=logging.DEBUG)
     if request.explicit and requested in F.MOE_BACKENDS:

@@ -2,7 +2,7 @@
 
 A chosen variant reaches vLLM either through vLLM's own code (``--moe-backend deep_gemm_mega_moe``
 or ``aiter_mega_moe``, one value for the whole model) or through moe-oracle's runtime (the plug-in's
-out-of-tree ``RoutedExperts``, per layer group); see :mod:`moe_oracle.engine_gates.vllm`.
+out-of-tree ``RoutedExperts``, per layer group); see ``moe_oracle/releases/vllm_0_33/gates.py``.
 Torch-free and vLLM-free: the config hook and ``moe-oracle plan`` both use it.
 """
 

@@ -246,7 +246,7 @@ def emulation_software(software: Any) -> Any:
     """The profile an ``emulation:<variant>`` request is judged with: ``software`` (the probed one) with
     the kernel libraries of the ``all`` profile, so a machine without the kernel library (a CPU dry check)
     is not refused for it; every other library and every other rule stays as probed."""
-    from moe_oracle.software.profiles import named_profile
+    from moe_oracle.releases.profiles import named_profile
 
     every = named_profile("all")
     assert every is not None

@@ -13,9 +13,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from moe_oracle.engines.vllm import flags as F
 from moe_oracle.engines.vllm.shipped import ENV_BACKEND
 from moe_oracle.errors import excerpt as shown
+from moe_oracle.releases import vllm as release
+
+#: The flag vocabulary of the engine release these plans and hooks are written for.
+F = release.flags
 
 logger = logging.getLogger("vllm.plugins.moe_oracle")
 
@@ -57,7 +60,7 @@ class VllmSnapshot:
     platform: str = "unknown"
     memory_gib: float | None = None
     env: dict[str, str] = field(default_factory=dict)
-    vllm_version: str = F.VERSION
+    vllm_version: str = release.VERSION
     hf_quant_config: dict[str, Any] | None = None
     lora: bool = False
     pcp: int = 1
@@ -95,7 +98,7 @@ def snapshot_inputs(snap: VllmSnapshot) -> tuple[Any, Any, Any]:
     """(ModelDescription, Deployment, SoftwareProfile) for a snapshot; BadInputError if unreadable."""
     from moe_oracle.errors import BadInputError
     from moe_oracle.model.adapters import describe_config
-    from moe_oracle.software.profiles import named_profile
+    from moe_oracle.releases.profiles import named_profile
     from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
     from moe_oracle.spec.device import DEVICES, Arch, DeviceSpec
 

@@ -11,8 +11,6 @@ SGLang 0.5.23 deprecates ``--enable-dp-attention`` (``server_args.py``: "Use --a
 
 from __future__ import annotations
 
-VERSION = "0.5.23"
-
 LAUNCH = ("python3", "-m", "sglang.launch_server")
 
 LAUNCH_FLAGS: tuple[str, ...] = (

@@ -8,10 +8,9 @@ decide the backend nor size a buffer (``Deployment.speculative``, ``--speculativ
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from moe_oracle.engine_gates.sources import SGLANG_SRC, VLLM_SRC
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
+from moe_oracle.releases import RELEASES
+from moe_oracle.releases.types import SpeculativeLaunch
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
 
@@ -19,38 +18,8 @@ from moe_oracle.spec.deployment import Deployment
 FLAG_BUILT_ROLES: tuple[str, ...] = ("mtp", "draft")
 
 
-@dataclass(frozen=True)
-class SpeculativeLaunch:
-    """How one engine version builds the MTP layers: the flags that switch it on, and the source of that rule."""
-
-    engine: Engine
-    argv: tuple[str, ...]
-    source: str
-
-
-SGLANG = SpeculativeLaunch(
-    Engine.SGLANG,
-    (
-        "--speculative-algorithm",
-        "EAGLE",
-        "--speculative-num-steps",
-        "1",
-        "--speculative-eagle-topk",
-        "1",
-        "--speculative-num-draft-tokens",
-        "2",
-    ),
-    f"{SGLANG_SRC}/srt/managers/scheduler.py#L1035-L1064 (maybe_init_draft_worker: no draft worker, so no NextN/MTP "
-    "layers, unless --speculative-algorithm is set; NEXTN is an alias of EAGLE, "
-    f"{SGLANG_SRC}/srt/arg_groups/speculative_hook.py#L110)",
-)
-VLLM = SpeculativeLaunch(
-    Engine.VLLM,
-    ("--speculative-config", '{"method": "mtp", "num_speculative_tokens": 1}'),
-    f"{VLLM_SRC}/v1/worker/gpu_model_runner.py#L598-L619 (the drafter, and with it the MTP model, exists only with "
-    "--speculative-config)",
-)
-LAUNCHES: dict[Engine, SpeculativeLaunch] = {Engine.SGLANG: SGLANG, Engine.VLLM: VLLM}
+#: How each engine's release builds the MTP layers (``Release.speculative``).
+LAUNCHES: dict[Engine, SpeculativeLaunch] = {engine: release.speculative for engine, release in RELEASES.items()}
 
 
 def flag_built(group: MoELayerGroup) -> bool:

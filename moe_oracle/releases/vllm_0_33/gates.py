@@ -13,21 +13,17 @@ Two routes reach a fused kernel in vLLM 0.33:
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
-from moe_oracle.engine_gates.model_classes import (
-    calls_mega,
-    plugin_serves,
-    plugin_why_not,
-    sglang_plugin_serves,
-    why_no_mega,
-)
-from moe_oracle.engine_gates.sources import VLLM_SRC
 from moe_oracle.model.types import MoELayerGroup, Scoring, WeightFormat
-from moe_oracle.rules import Check, ReasonCode, Scenario
+from moe_oracle.releases._rules import no_eplb, pp_one, tp_one
+from moe_oracle.releases.types import plugin_serves_in
+from moe_oracle.releases.vllm_0_33.model_classes import TABLE, plugin_serves, plugin_why_not
+from moe_oracle.releases.vllm_0_33.version import SOURCE as VLLM_SRC
+from moe_oracle.releases.vllm_0_33.version import VERSION
+from moe_oracle.rules import Check, Engine, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineProfile, EngineSupport
+from moe_oracle.spec.device import DeviceSpec
 
-VERSION = "0.33.0"
 DSV4_ARCHITECTURES = (
     "DeepseekV4ForCausalLM",
     "DeepseekV41ForCausalLM",
@@ -50,14 +46,14 @@ def _is_dsv4(sc: Scenario) -> bool:
 
 
 def _dsv4_only(backend: str) -> Check:
-    """The model file builds vLLM's native mega experts (``engine_gates/model_classes.py`` VLLM, per class)."""
+    """The model file builds vLLM's native mega experts (``model_classes.py`` VLLM, per class)."""
     return c.scenario_predicate(
         ReasonCode.MODEL_CLASS_UNSUPPORTED,
-        lambda sc: calls_mega("vllm", sc.architecture),
+        lambda sc: TABLE.calls_mega(sc.architecture),
         rule="the model's MoE block builds vLLM's native mega experts (NATIVE_MEGA_MOE_BACKENDS)",
         message=lambda sc: (
             f"vLLM {VERSION} wires {backend} only in the DeepSeek V4 model files; "
-            f"{why_no_mega('vllm', sc.architecture)}, and fails with \"moe_backend='{backend}' is not "
+            f"{TABLE.why_no_mega(sc.architecture)}, and fails with \"moe_backend='{backend}' is not "
             'supported" during model init'
         ),
         remediation="Use --engine sglang, or serve this model with vLLM's default --moe-backend auto.",
@@ -243,7 +239,7 @@ _MOE_ORACLE = EngineSupport(
                 "Leave --moe-backend unset (vLLM's own MoE serves it)"
                 + (
                     ", or plan it with --engine sglang (moe-oracle's plug-in serves this model class there)."
-                    if sglang_plugin_serves(sc.architecture or sc.model_type)
+                    if plugin_serves_in(Engine.SGLANG, sc.architecture or sc.model_type)
                     else "."
                 )
             ),
@@ -251,7 +247,7 @@ _MOE_ORACLE = EngineSupport(
                 _OOT,
                 "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models"
                 ", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/glm4_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4",
-                "moe_oracle/engine_gates/model_classes.py VLLM",
+                "moe_oracle/releases/vllm_0_33/model_classes.py VLLM",
             ),
         ),
         c.scenario_predicate(
@@ -299,3 +295,24 @@ _MOE_ORACLE = EngineSupport(
 PROFILE = EngineProfile(
     engine="vllm", version=VERSION, supports=(_DEEP_GEMM, _AITER, _MOE_ORACLE), moe_backend_flag="--moe-backend"
 )
+
+#: vLLM's MoE oracle's name for each weight format (what ``--moe-backend auto`` says it picks for).
+_ORACLE_FORMAT = {
+    "mxfp4": "MXFP4",
+    "nvfp4": "NvFP4",
+    "fp8_block": "FP8",
+    "fp8_channel": "FP8",
+    "mxfp8": "MXFP8",
+    "bf16": "unquantized",
+    "int4": "INT4 (WNA16)",
+    "int8": "INT8 (WNA16)",
+}
+
+
+def fallback(group: MoELayerGroup, device: DeviceSpec) -> str:
+    """What vLLM serves ``group`` with when no fused mega-MoE backend is chosen."""
+    return (
+        f"vLLM FusedMoE with --moe-backend auto: the {_ORACLE_FORMAT[group.weight_format.value]} MoE oracle picks a "
+        f"non-fused kernel for {group.weight_quant.label()} experts on {device.name}, its all2all backend as "
+        "--all2all-backend sets it"
+    )

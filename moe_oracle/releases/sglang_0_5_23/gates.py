@@ -13,16 +13,18 @@ conversion, ``SGLANG_DSV4_FP4_DEQUANT=1`` (``fp8.py:2196-2214``, declared below)
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates._rules import no_eplb, pp_one, tp_one
-from moe_oracle.engine_gates.model_classes import sglang_plugin_serves, sglang_plugin_why_not, why_no_mega
-from moe_oracle.engine_gates.sources import SGLANG_SRC
-from moe_oracle.model.types import WeightFormat
-from moe_oracle.rules import Check, ReasonCode, Scenario
+from moe_oracle.model.types import MoELayerGroup, WeightFormat
+from moe_oracle.releases._rules import no_eplb, pp_one, tp_one
+from moe_oracle.releases.sglang_0_5_23.model_classes import TABLE, sglang_plugin_serves, sglang_plugin_why_not
+from moe_oracle.releases.sglang_0_5_23.version import SOURCE as SGLANG_SRC
+from moe_oracle.releases.sglang_0_5_23.version import VERSION
+from moe_oracle.releases.types import plugin_serves_in
+from moe_oracle.rules import Check, Engine, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
 from moe_oracle.rules.conversion import FP8_TO_NVFP4_TWIN
 from moe_oracle.rules.engine import MOE_ORACLE_ROUTE, EngineConversion, EngineProfile, EngineSupport
+from moe_oracle.spec.device import DeviceSpec
 
-VERSION = "0.5.23"
 _SRC = (
     f"{SGLANG_SRC}/srt/layers/moe/mega_moe.py, {SGLANG_SRC}/srt/layers/quantization/fp8.py, "
     f"{SGLANG_SRC.replace('/blob/', '/tree/')}/srt/arg_groups"
@@ -47,9 +49,7 @@ def _rocm(sc: Scenario) -> bool:
 
 def _vllm_serves(sc: Scenario) -> bool:
     """moe-oracle's vLLM plug-in serves this model class: only then does a refusal here send the operator to vLLM."""
-    from moe_oracle.engine_gates.model_classes import plugin_serves
-
-    return plugin_serves(sc.architecture or sc.model_type)
+    return plugin_serves_in(Engine.VLLM, sc.architecture or sc.model_type)
 
 
 _CLASS_SOURCES = (
@@ -57,19 +57,19 @@ _CLASS_SOURCES = (
     f"{SGLANG_SRC}/srt/layers/moe/fused_moe_triton/layer.py#L175-L193 (megamoe without a mega forward: "
     "StandardDispatcher)",
     f"{SGLANG_SRC}/srt/layers/moe/mega_moe_sm90.py#L137-L138 (SM90 weights interleaved for mega in place)",
-    "moe_oracle/engine_gates/model_classes.py SGLANG (per class: file:line of the call or of the block)",
+    "moe_oracle/releases/sglang_0_5_23/model_classes.py SGLANG (per class: file:line of the call or of the block)",
 )
 
 
 def _block_calls_mega(backend: str) -> Check:
-    """The model's MoE block calls ``layers/moe/mega_moe.py`` (``engine_gates/model_classes.py``, per class)."""
+    """The model's MoE block calls ``layers/moe/mega_moe.py`` (``model_classes.py``, per class)."""
     return c.scenario_predicate(
         ReasonCode.MODEL_CLASS_UNSUPPORTED,
-        lambda sc: not why_no_mega("sglang", sc.architecture, rocm=_rocm(sc)),
+        lambda sc: not TABLE.why_no_mega(sc.architecture, rocm=_rocm(sc)),
         rule="the model's MoE block calls SGLang's mega path (forward_mega_moe / run_mega_routed_experts)",
         message=lambda sc: (
             f"SGLang {VERSION} accepts --moe-a2a-backend megamoe for {sc.architecture or sc.model_type}, but "
-            f"{why_no_mega('sglang', sc.architecture, rocm=_rocm(sc))}: its regular MoE runs (EP forced to span TP"
+            f"{TABLE.why_no_mega(sc.architecture, rocm=_rocm(sc))}: its regular MoE runs (EP forced to span TP"
             + (", SM90 FP8 expert weights re-laid-out for mega in place" if backend == "deep_gemm_mega_moe" else "")
             + "), not "
             + backend
@@ -327,7 +327,7 @@ _MOE_ORACLE = EngineSupport(
                     else "."
                 )
             ),
-            sources=(_HOOKS, "moe_oracle/engine_gates/model_classes.py SGLANG_FUSED_MOE"),
+            sources=(_HOOKS, "moe_oracle/releases/sglang_0_5_23/model_classes.py SGLANG_FUSED_MOE"),
         ),
         c.scenario_predicate(
             ReasonCode.EP_SIZE_UNSUPPORTED,
@@ -377,3 +377,11 @@ PROFILE = EngineProfile(
     moe_backend_flag="--moe-a2a-backend",
     conversions=(DSV4_FP4_DEQUANT, NVFP4_ONLINE),
 )
+
+
+def fallback(group: MoELayerGroup, device: DeviceSpec) -> str:
+    """What SGLang serves ``group`` with when no fused mega-MoE backend is chosen."""
+    return (
+        "SGLang's default MoE path (--moe-a2a-backend none or deepep, --moe-runner-backend auto) for "
+        f"{group.weight_quant.label()} experts on {device.name}"
+    )

@@ -1,24 +1,13 @@
-"""Engine profiles by name, and what each runs when no fused mega-MoE backend fits."""
+"""What serves a layer group when no fused mega-MoE backend is chosen: the engine release's own MoE, or (with
+``--engine none``) the non-fused layout that really runs."""
 
 from __future__ import annotations
 
 from moe_oracle.model.types import MoELayerGroup
+from moe_oracle.releases import RELEASES
 from moe_oracle.rules import Engine
-from moe_oracle.rules.engine import EngineProfile
 from moe_oracle.spec.deployment import Deployment
 from moe_oracle.spec.device import DeviceSpec, Vendor
-
-
-def engine_profile(engine: Engine) -> EngineProfile | None:
-    if engine is Engine.VLLM:
-        from moe_oracle.engine_gates.vllm import PROFILE
-
-        return PROFILE
-    if engine is Engine.SGLANG:
-        from moe_oracle.engine_gates.sglang import PROFILE
-
-        return PROFILE
-    return None
 
 
 def fallback_path(
@@ -27,27 +16,10 @@ def fallback_path(
     """What serves a layer group when no fused mega-MoE backend is chosen; with ``deployment``, the text
     describes the layout that really runs (TP-sharded experts with an all-reduce, all-to-all inside one
     NVLink/XGMI domain, or across nodes over RDMA)."""
+    release = RELEASES.get(engine)
+    if release is not None:
+        return release.fallback(group, device)
     fmt = group.weight_quant.label()
-    if engine is Engine.VLLM:
-        oracle = {
-            "mxfp4": "MXFP4",
-            "nvfp4": "NvFP4",
-            "fp8_block": "FP8",
-            "fp8_channel": "FP8",
-            "mxfp8": "MXFP8",
-            "bf16": "unquantized",
-            "int4": "INT4 (WNA16)",
-            "int8": "INT8 (WNA16)",
-        }[group.weight_format.value]
-        return (
-            f"vLLM FusedMoE with --moe-backend auto: the {oracle} MoE oracle picks a non-fused kernel for "
-            f"{fmt} experts on {device.name}, its all2all backend as --all2all-backend sets it"
-        )
-    if engine is Engine.SGLANG:
-        return (
-            "SGLang's default MoE path (--moe-a2a-backend none or deepep, --moe-runner-backend auto) for "
-            f"{fmt} experts on {device.name}"
-        )
     comm = "XGMI" if device.vendor is Vendor.AMD else "NVLink"
     act = "SwiGLU" if group.activation.plain else group.activation.label()
     if group.expert_bias:

@@ -8,9 +8,8 @@ checks every one of them against the real package (the argument parser of
 
 from __future__ import annotations
 
-from moe_oracle.engine_gates.model_classes import plugin_architectures
+from moe_oracle.releases.vllm_0_33.model_classes import plugin_architectures
 
-VERSION = "0.33.0"
 #: vLLM releases the plug-in acts on (PEP 440): the 0.33 series, whose sources the rules were read from.
 #: Outside it the plug-in says so at WARNING and leaves vLLM alone.
 SUPPORTED = ">=0.33.0,<0.34"
@@ -125,7 +124,7 @@ GLM_ARCHITECTURES: tuple[str, ...] = (
     "Glm5NextForConditionalGeneration",
 )
 #: every architecture whose MoE the plug-in's out-of-tree RoutedExperts serves (one table:
-#: ``engine_gates/model_classes.py`` VLLM), so the decision's plug-in route and the hook agree
+#: ``model_classes.py`` VLLM), so the decision's plug-in route and the hook agree
 HOOKED_ARCHITECTURES: tuple[str, ...] = plugin_architectures()
 
 DEFAULT_RPC_PORT = 13345
