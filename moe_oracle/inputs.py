@@ -124,7 +124,11 @@ def _deployment_error(exc: ValidationError) -> DeploymentError:
 
 def _check_domain(flags: DeploymentFlags, device: DeviceSpec, origin: str) -> None:
     """An explicit ``--domain-size`` larger than the device's real NVLink/XGMI domain is refused."""
-    wanted = flags.domain_size
+    check_domain_size(flags.domain_size, device, origin)
+
+
+def check_domain_size(wanted: int | None, device: DeviceSpec, origin: str = "catalogue") -> None:
+    """``--domain-size`` (or a record's domain) larger than ``device``'s real NVLink/XGMI domain: exit 2."""
     if wanted is None or wanted <= device.domain_size:
         return
     bigger = [name for name, d in DEVICES.items() if d.domain_size >= wanted]
@@ -137,7 +141,7 @@ def _check_domain(flags: DeploymentFlags, device: DeviceSpec, origin: str) -> No
     )
 
 
-def _check_heap_size(env: dict[str, str], device: DeviceSpec) -> None:
+def check_heap_size(env: dict[str, str], device: DeviceSpec) -> None:
     """``MORI_SHMEM_HEAP_SIZE`` must be a size (``8G``, ``4294967296``) that one GPU can hold: ``banana`` is not
     "below 8G", and ``99999999999999999999T`` is not a heap."""
     value = env.get("MORI_SHMEM_HEAP_SIZE")
@@ -161,7 +165,7 @@ def _check_heap_size(env: dict[str, str], device: DeviceSpec) -> None:
 def build_deployment(flags: DeploymentFlags, env: dict[str, str] | None = None) -> tuple[Deployment, str]:
     device, origin = resolve_device(flags.device)
     _check_domain(flags, device, origin)
-    _check_heap_size(env or {}, device)
+    check_heap_size(env or {}, device)
     gpn = flags.gpus_per_node or device.gpus_per_node
     domain = flags.domain_size or device.domain_size
     if flags.domain_size is None and device.domain_size == device.gpus_per_node and flags.gpus_per_node:

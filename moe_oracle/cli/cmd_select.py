@@ -120,20 +120,27 @@ def _replay(record: dict[str, Any], as_json: bool, all_reasons: bool) -> None:
     """Decide again from ``record``'s inputs, print the decision, and say whether every field the record
     shows is what its inputs decide (exit 0) or not (exit 5, one line per difference on stderr)."""
     from moe_oracle.answers.door import replay
-    from moe_oracle.decide.record import compare_replay, decision_to_json, device_note, record_origin, replay_inputs
+    from moe_oracle.decide.record import compare_replay, decision_to_json, record_origin, replay_inputs
 
-    inputs = replay_inputs(record)
+    notes: list[str] = []
+    inputs = replay_inputs(record, notes)
     decision = replay(inputs)
     doc = decision_to_json(decision, software_origin=record_origin(record))
     _emit(decision, doc, as_json, all_reasons)
-    note = device_note(inputs["deployment"].device)
-    if note:
+    for note in notes:
         click.echo(f"replay: {note}", err=True)
     verdict = compare_replay(record, doc)
     if not verdict.identical:
         for line in replay_diff(record, doc, verdict):
             click.echo(line, err=True)
         raise click.exceptions.Exit(int(ExitCode.REPLAY_MISMATCH))
+    if verdict.format_changed and notes:
+        click.echo(
+            f"replay: identical decision with today's catalogue (fingerprint {record.get('fingerprint')} -> "
+            f"{doc['fingerprint']}: the inputs now carry today's device figures)",
+            err=True,
+        )
+        return
     if verdict.format_changed:
         click.echo(
             f"replay: identical decision; the record's format is older (fingerprint {record.get('fingerprint')} -> "

@@ -205,26 +205,43 @@ def record_origin(record: dict[str, Any]) -> str:
 
 def device_note(device: DeviceSpec) -> str | None:
     """Refuse (exit 2) a recorded device that carries a catalogue name with other properties; a note for a
-    device that is not in the catalogue (``--device local`` on an unlisted GPU, or a hand-made record)."""
+    device that is not in the catalogue, or for one an earlier catalogue described (:func:`catalogue_device`)."""
+    return catalogue_device(device)[1]
+
+
+def catalogue_device(device: DeviceSpec) -> tuple[DeviceSpec, str | None]:
+    """The device a replay decides on, and the note it prints: a custom device (not in the catalogue) as
+    recorded; a catalogue device as today's catalogue has it, with a note when the record carries an earlier
+    catalogue's figures (``memory_gib`` 141.0 for h200 before the driver's totals: the record is old, not
+    edited). Any other difference from the catalogue is refused (exit 2): the record claims a catalogue name with
+    properties the catalogue never had."""
+    from moe_oracle.spec.device_memory import EARLIER_MEMORY_GIB
+
     known = DEVICES.get(device.name)
     if known is None:
-        return (
+        return device, (
             f"device {device.name!r} is a custom device, not in the catalogue: arch {device.arch.value}, "
             f"{device.memory_gib:g} GiB, as recorded"
         )
-    differ = [
-        f"{name} {_fact(getattr(device, name))} (the catalogue's: {_fact(getattr(known, name))})"
+    differ = {
+        name: f"{name} {_fact(getattr(device, name))} (the catalogue's: {_fact(getattr(known, name))})"
         for name in _DEVICE_FACTS
         # a fact the record does not state (written before the catalogue had it) is not a contradiction
         if getattr(device, name) is not None and getattr(device, name) != getattr(known, name)
-    ]
-    if differ:
-        raise BadInputError(
-            f"decision record inputs.deployment.device {device.name!r} is not the catalogue's {device.name}: "
-            + "; ".join(differ),
-            fix=f"{_FIX_RECORD}, unedited (a device that is not the catalogue's needs a name of its own)",
+    }
+    if not differ:
+        return device, None
+    if set(differ) == {"memory_gib"} and device.memory_gib in EARLIER_MEMORY_GIB.get(device.name, ()):
+        return known, (
+            f"the record was written with an earlier device catalogue: {device.name} memory_gib "
+            f"{device.memory_gib:g} (today's catalogue: {known.memory_gib:g} GiB, the total the driver reports); "
+            "decided again with today's figure"
         )
-    return None
+    raise BadInputError(
+        f"decision record inputs.deployment.device {device.name!r} is not the catalogue's {device.name}: "
+        + "; ".join(differ.values()),
+        fix=f"{_FIX_RECORD}, unedited (a device that is not the catalogue's needs a name of its own)",
+    )
 
 
 def _fact(value: Any) -> str:
@@ -340,16 +357,18 @@ def _workload(raw: Any, deployment: Deployment) -> Workload | None:
         raise _invalid("workload.points", points, str(exc)) from None
 
 
-def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
+def replay_inputs(record: dict[str, Any], notes: list[str] | None = None) -> dict[str, Any]:
     """Typed inputs rebuilt from a record, as keyword arguments for :func:`selection.decide`.
 
     Every field is validated like the command-line value it stands for: a wrong type, an unknown
     engine, a malformed override or a workload point ``--workload`` would refuse is one line
-    (exit 2), never a traceback or a decision on nonsense.
+    (exit 2), never a traceback or a decision on nonsense. Then, in this order, the deployment against
+    today's catalogue (:func:`catalogue_device`: a record of an earlier catalogue is re-decided, its note
+    appended to ``notes``) and the rules the CLI applies to the same flags (:func:`_cli_rules`): the field
+    checks come first, so a record of an earlier catalogue still meets the rule its broken field breaks.
     """
     raw = record["inputs"]
     deployment = _validated("deployment", Deployment, raw.get("deployment"))
-    device_note(deployment.device)
     engine = raw.get("engine", Engine.NONE.value)
     if not isinstance(engine, str) or engine not in {e.value for e in Engine}:
         raise _invalid("engine", engine, "expected one of " + ", ".join(e.value for e in Engine) + " (like --engine)")
@@ -368,9 +387,8 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
     conversion = raw.get("conversion", {})
     if not isinstance(conversion, dict) or set(conversion) - _CONVERSION_KEYS:
         raise _invalid("conversion", conversion, "expected an object with " + ", ".join(sorted(_CONVERSION_KEYS)))
-    return {
+    inputs = {
         "model": _validated("model", ModelDescription, raw.get("model")),
-        "deployment": deployment,
         "software": _validated("software", SoftwareProfile, raw.get("software")),
         "engine": Engine(engine),
         "override": Override.parse(override) if override else None,
@@ -381,3 +399,37 @@ def replay_inputs(record: dict[str, Any]) -> dict[str, Any]:
             **{k: _flag(conversion, k, f"conversion.{k}") for k in sorted(_CONVERSION_KEYS) if k in conversion}
         ),
     }
+    device, note = catalogue_device(deployment.device)
+    if note is not None and notes is not None:
+        notes.append(note)
+    deployment = deployment.model_copy(update={"device": device})
+    _cli_rules(inputs["model"], deployment, inputs["engine"], custom=device.name not in DEVICES)
+    return {"deployment": deployment, **inputs}
+
+
+def _cli_rules(model: ModelDescription, deployment: Deployment, engine: Engine, *, custom: bool) -> None:
+    """The rules ``select`` applies to the flags a record's deployment stands for (exit 2, the CLI's line with
+    the record's field named): the domain no larger than the device's real one (a catalogue device's),
+    ``MORI_SHMEM_HEAP_SIZE`` a size one GPU holds, EP no larger than the routed experts, an all2all backend
+    the engine takes."""
+    from moe_oracle.decide.asked import check_ep_experts
+    from moe_oracle.decide.engine_flags import check_all2all
+    from moe_oracle.inputs import check_domain_size, check_heap_size
+
+    checks = [
+        (
+            "topology.domain_size",
+            lambda: None if custom else check_domain_size(deployment.topology.domain_size, deployment.device),
+        ),
+        ("env", lambda: check_heap_size(deployment.env, deployment.device)),
+        ("parallel.ep", lambda: check_ep_experts(model, deployment)),
+        ("parallel.all2all_backend", lambda: check_all2all(engine, deployment.parallel.all2all_backend)),
+    ]
+    for where, check in checks:
+        try:
+            check()
+        except BadInputError as exc:
+            raise BadInputError(
+                f"decision record inputs.deployment.{where}: {exc.message}",
+                fix=f"{exc.fix or 'correct it'} (the record stands for those flags: decide anew with them corrected)",
+            ) from None

@@ -108,3 +108,20 @@ DRIVER_MEMORY: dict[str, DriverMemory] = {
         + " on MI355X, in public GitHub logs",
     ),
 }
+
+
+#: ``memory_gib`` of each device in the catalogue before it held the driver's totals (the vendor's marketing
+#: figures, up to commit 282867f): a decision record written then carries these, and a replay re-decides it with
+#: today's figure and says so, instead of refusing the record as edited.
+EARLIER_MEMORY_GIB: dict[str, tuple[float, ...]] = {
+    "h100": (80.0,),
+    "h200": (141.0,),
+    "b200": (180.0,),
+    "b300": (288.0,),
+    "gb200": (186.0,),
+    "gb300": (288.0,),
+    "rtx-pro-6000": (96.0,),
+    "mi300x": (192.0,),
+    "mi325x": (256.0,),
+    "mi355x": (288.0,),
+}

@@ -339,3 +339,68 @@ def test_all2all_backend_is_validated_per_engine():
     assert code == 2, err
     code, out, err = run("plan", FLASH, "--device", "h200", "--engine", "vllm", "--all2all-backend", "naive")
     assert code == 0 and "--all2all-backend naive" in out, err
+
+
+# --- replay: the CLI's rules, and records of an earlier catalogue -----------------------------------------------
+
+
+def _record_file(tmp_path, edit) -> str:
+    import copy
+
+    from moe_oracle.decide.record import fingerprint
+
+    code, out, err = run("select", "zai-org/GLM-5-FP8", "--device", "h200", "--dp", "8", "--ep", "8", "--json")
+    assert code == 0, err
+    doc = copy.deepcopy(json.loads(out))
+    edit(doc["inputs"])
+    doc["fingerprint"] = fingerprint(doc["inputs"], doc["oracle_version"])  # as the writer computed it
+    path = tmp_path / "record.json"
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_replay_refuses_a_domain_larger_than_the_devices(tmp_path):
+    path = _record_file(tmp_path, lambda i: i["deployment"]["topology"].update(domain_size=16, gpus_per_node=16))
+    code, _, err = run("select", "--replay", path)
+    assert code == 2 and "inputs.deployment.topology.domain_size" in one_line(err) and "8 GPUs" in err
+
+
+def test_replay_refuses_an_env_the_cli_refuses(tmp_path):
+    path = _record_file(tmp_path, lambda i: i["deployment"]["env"].update(MORI_SHMEM_HEAP_SIZE="1e99"))
+    code, _, err = run("select", "--replay", path)
+    assert code == 2 and "MORI_SHMEM_HEAP_SIZE='1e99' is not a size" in one_line(err)
+
+
+def _earlier_catalogue(inputs):
+    inputs["deployment"]["device"]["memory_gib"] = 141.0  # the h200 figure before the driver's totals
+
+
+def test_replay_of_an_earlier_catalogue_is_decided_again_with_a_note(tmp_path):
+    code, _, err = run("select", "--replay", _record_file(tmp_path, _earlier_catalogue))
+    assert code in (0, 5), err
+    assert "earlier device catalogue: h200 memory_gib 141 (today's catalogue: 139.8 GiB" in err
+    assert "not the catalogue's" not in err and "unedited" not in err
+
+
+def test_replay_of_an_earlier_catalogue_still_meets_the_rule_its_broken_field_breaks(tmp_path):
+    """The field checks come before the catalogue: the older reproducers (tests/cli/test_hostile_inputs.py
+    test_corrupted_record_fields_are_refused) keep their rule on a record of the earlier catalogue."""
+    cases = {
+        ("engine", "trtllm"): "inputs.engine",
+        ("override", 5): "inputs.override = 5",
+        ("allow_fallback", "yes"): "inputs.allow_fallback",
+    }
+    for (key, value), needle in cases.items():
+
+        def edit(inputs, key=key, value=value):
+            _earlier_catalogue(inputs)
+            inputs[key] = value
+
+        code, _, err = run("select", "--replay", _record_file(tmp_path, edit))
+        assert code == 2 and needle in one_line(err), err
+
+
+def test_replay_still_refuses_a_device_no_catalogue_had(tmp_path):
+    path = _record_file(tmp_path, lambda i: i["deployment"]["device"].update(memory_gib=140.5))
+    code, _, err = run("select", "--replay", path)
+    assert code == 2 and "memory_gib 140.5 (the catalogue's: 139.8)" in one_line(err)
