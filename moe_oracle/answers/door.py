@@ -29,6 +29,8 @@ from moe_oracle.spec.deployment import Deployment
 
 if TYPE_CHECKING:
     from moe_oracle.decide.fit import Fit
+    from moe_oracle.rules import Engine
+    from moe_oracle.spec.deployment import Deployment
 
 
 def decide(
@@ -86,7 +88,7 @@ def answer(
     return selection_of(decide(question, override=wanted, allow_fallback=allow_fallback, registry=registry))
 
 
-def selection_of(decision: Decision, *, software_origin: str = "", fit: Any = None) -> Selection:
+def selection_of(decision: Decision, *, software_origin: str = "", fit: Fit | None = None) -> Selection:
     """The :class:`Selection` of a decision already made (its record, and the fit when given)."""
     doc = decision_to_json(decision, software_origin=software_origin)
     if fit is not None:
@@ -185,7 +187,7 @@ def settle(
     return settled_decision(decide_at, question)
 
 
-def check_engine_layout(engine: Any, deployment: Any) -> None:
+def check_engine_layout(engine: Engine, deployment: Deployment) -> None:
     """The engine's own layout rules (exit 2 for a layout the engine cannot launch), for every command alike."""
     from moe_oracle.fit.engines import check_engine_layout as check
 

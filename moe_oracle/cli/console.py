@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import re
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
 
 
 class _NoTrailingSpaces:
@@ -66,7 +70,7 @@ def console(file: Any = None) -> Any:
     return con
 
 
-def print_table(con: Any, table: Any) -> None:
+def print_table(con: Console, table: Table) -> None:
     """Print a rich table within the terminal's width without breaking a word: each column is at least as wide
     as its longest word (identifiers, commands, codes). A table that then cannot fit is transposed: one block
     per row, its first cell as the heading and each other cell as an indented ``column  value`` line wrapped
@@ -97,7 +101,7 @@ def _plain(cell: Any) -> str:
     return cell.plain if isinstance(cell, Text) else Text.from_markup(str(cell)).plain
 
 
-def print_records(con: Any, table: Any) -> None:
+def print_records(con: Console, table: Table) -> None:
     """``table`` transposed for a narrow terminal: per row, the first cell alone, then ``  header  value``
     lines (headers padded to one width), values wrapped at spaces to the terminal with their indent kept."""
     import textwrap

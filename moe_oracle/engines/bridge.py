@@ -53,7 +53,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -61,6 +61,9 @@ from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.model.types import MoELayerGroup, QuantSpec, WeightFormat
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer, TakesBlockMHint
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
 
 #: the parameters each format's quant method creates, per engine (names as registered on the MoE layer)
 ENGINE_PARAMS: dict[str, dict[WeightFormat, tuple[str, ...]]] = {
@@ -302,7 +305,7 @@ def engine_parameters(engine: str, experts: CheckpointExperts, group: MoELayerGr
 
 
 def build_plan_layer(
-    plan: LayerPlan, *, ep_rank: int = 0, ep_size: int = 1, ep_group: Any = None, device: str = "cuda"
+    plan: LayerPlan, *, ep_rank: int = 0, ep_size: int = 1, ep_group: ProcessGroup | None = None, device: str = "cuda"
 ) -> MegaMoELayer:
     """The moe-oracle layer for ``plan`` on this rank (allocates the shared symmetric buffer now)."""
     from moe_oracle.runtime.build import build_layer_for_choice
@@ -351,7 +354,7 @@ class MegaMoEBridge:
         *,
         ep_rank: int = 0,
         ep_size: int = 1,
-        ep_group: Any = None,
+        ep_group: ProcessGroup | None = None,
         device: str = "cuda",
         engine: str = "vllm",
     ) -> MegaMoEBridge:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from moe_oracle.launch.model import LaunchPlan
 
 #: engine -> its plug-in's switch variable (the plug-ins read the same names: engines/*/plugin.py ENV_SWITCH)
 SWITCHES = {"vllm": "MOE_ORACLE_VLLM_PLUGIN", "sglang": "MOE_ORACLE_SGLANG_PLUGIN"}
@@ -18,7 +21,7 @@ SWITCHES = {"vllm": "MOE_ORACLE_VLLM_PLUGIN", "sglang": "MOE_ORACLE_SGLANG_PLUGI
 OFF = ("0", "false", "off", "no")
 
 
-def plugin_groups(plan: Any) -> list[str]:
+def plugin_groups(plan: LaunchPlan) -> list[str]:
     """The layer groups of ``plan`` (a :class:`~moe_oracle.launch.model.LaunchPlan`) moe-oracle's plug-in serves,
     from the request the plan hands it: vLLM's ``--additional-config {"moe_oracle": {"backend": ...}}``, SGLang's
     ``MOE_ORACLE_SGLANG_BACKEND`` (with ``SGLANG_PLUGINS`` naming the plug-in); a pin to the engine's own name is
@@ -55,7 +58,7 @@ def _json(text: str) -> object:
         return None
 
 
-def plugin_off_note(plan: Any, environ: Mapping[str, str]) -> str | None:
+def plugin_off_note(plan: LaunchPlan, environ: Mapping[str, str]) -> str | None:
     """The warning for a plan that relies on the plug-in while ``environ`` switches it off, else None."""
     name = SWITCHES.get(plan.engine)
     value = environ.get(name or "", None)

@@ -662,7 +662,7 @@ def unweighed_note(model: ModelDescription) -> str:
     return f"not weighed: {', '.join(items)}: {why} (moe_oracle/model/footprint.py)"
 
 
-def checkpoint_kv_fp8(config: dict[str, Any], hf_quant_config: Any = None) -> bool:
+def checkpoint_kv_fp8(config: dict[str, Any], hf_quant_config: object = None) -> bool:
     """Whether the checkpoint states an FP8 KV cache (compressed-tensors ``kv_cache_scheme`` of 8-bit floats,
     ModelOpt ``kv_cache_quant_algo: FP8``)."""
     inner = hf_quant_config.get("quantization") if isinstance(hf_quant_config, dict) else None

@@ -11,11 +11,14 @@ them; the JSON and HTML views carry every cell with all its reasons.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_oracle.report import labels as L
 from moe_oracle.report.matrix import Cell, Matrix, Verdict
 from moe_oracle.report.scenarios import TOPOLOGIES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 WIDTH = 120  #: the width of the documented (piped) output
 _STYLE = {Verdict.SUPPORTED: "green", Verdict.UNVERIFIABLE: "yellow", Verdict.REJECTED: "red"}
@@ -100,7 +103,7 @@ def _table(matrix: Matrix, rows: list[int], chunk: list[int], cols: dict[str, st
     return table
 
 
-def render_table(matrix: Matrix, con: Any) -> None:
+def render_table(matrix: Matrix, con: Console) -> None:
     """Print the matrix on a rich console (see :func:`moe_oracle.cli.console.console`)."""
     from rich.markup import escape
     from rich.text import Text

@@ -17,7 +17,10 @@ from moe_oracle.rules.scenario import Scenario
 Numerics = Literal["deepgemm", "aiter"]
 NUMERICS: tuple[Numerics, ...] = get_args(Numerics)
 #: How staged activation scales are laid out for a kernel (``moe_oracle.runtime.staging.ScaleLayout``).
-SCALE_LAYOUTS = ("none", "fp32", "ue8m0", "e4m3", "bytes")
+ScaleLayout = Literal["none", "fp32", "ue8m0", "e4m3", "bytes"]
+SCALE_LAYOUTS: tuple[ScaleLayout, ...] = get_args(ScaleLayout)
+#: The top-k ids' torch dtype a kernel reads.
+IdsDtype = Literal["int32", "int64"]
 
 
 class Validation(str, Enum):
@@ -61,9 +64,9 @@ class Staging:
     says where), which saves writing the whole capacity on every decode step.
     """
 
-    scale_layout: str
+    scale_layout: ScaleLayout
     quantize_on_host: bool = True
-    ids_dtype: str = "int64"
+    ids_dtype: IdsDtype = "int64"
     triton_recipe: str | None = None
     pad_rows: bool = True
     pad_rows_source: str = ""

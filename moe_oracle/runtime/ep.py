@@ -21,14 +21,17 @@ Two exchanges:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
 
 ExpertFn = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 
-def _exchange(tensor: torch.Tensor, send: list[int], recv: list[int], group: Any) -> torch.Tensor:
+def _exchange(tensor: torch.Tensor, send: list[int], recv: list[int], group: ProcessGroup | None) -> torch.Tensor:
     import torch.distributed as dist
 
     out = tensor.new_empty((sum(recv), *tensor.shape[1:]))
@@ -43,7 +46,7 @@ def ep_moe(
     expert_fn: ExpertFn,
     *,
     num_experts: int,
-    group: Any = None,
+    group: ProcessGroup | None = None,
     transport: torch.dtype = torch.float32,
 ) -> torch.Tensor:
     """FP32 ``[T, H]`` routed output for this rank's tokens.
@@ -80,7 +83,7 @@ def ep_moe(
     return y
 
 
-def _placement(num_experts: int, group: Any) -> tuple[int, int, int]:
+def _placement(num_experts: int, group: ProcessGroup | None) -> tuple[int, int, int]:
     """(world size, this rank, experts per rank) of the contiguous expert placement."""
     import torch.distributed as dist
 
@@ -106,7 +109,7 @@ def ep_moe_fixed(
     expert_fn: ExpertFn,
     *,
     num_experts: int,
-    group: Any = None,
+    group: ProcessGroup | None = None,
     transport: torch.dtype = torch.bfloat16,
 ) -> torch.Tensor:
     """:func:`ep_moe` with a fixed exchange: CUDA-graph capturable, no host synchronization.

@@ -22,6 +22,7 @@ from moe_oracle.model.types import MoELayerGroup, QuantSpec
 
 if TYPE_CHECKING:
     import torch
+    from torch.distributed import ProcessGroup
 
 
 @dataclass
@@ -95,7 +96,7 @@ class LayerConfig:
     ep_rank: int = 0
     ep_size: int = 1
     device: str = "cuda"
-    ep_group: Any = None
+    ep_group: ProcessGroup | None = None
     options: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -21,15 +21,17 @@ Scale layouts (``x_sf``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 import moe_oracle.numerics as N
 from moe_oracle.rules.recipe import ActQuant
+from moe_oracle.rules.variant import ScaleLayout
 from moe_oracle.runtime.actquant import Vendor, stage_input
 
-ScaleLayout = Literal["none", "fp32", "ue8m0", "e4m3", "bytes"]
+if TYPE_CHECKING:
+    from moe_oracle.rules import VariantSpec
 
 
 def repack_topk(
@@ -158,7 +160,7 @@ class StagingSpec:
     pad_rows: bool = True
 
     @classmethod
-    def declared(cls, spec: Any) -> StagingSpec:
+    def declared(cls, spec: VariantSpec) -> StagingSpec:
         """The staging ``spec`` (a ``VariantSpec``) declares: its ``staging``, ``recipe.l1_input`` and ``numerics``."""
         st = spec.staging
         if st is None:

@@ -16,8 +16,9 @@ from typing import TYPE_CHECKING, Any
 from moe_oracle.runtime.errors import BackendUnavailableError
 
 if TYPE_CHECKING:
-    from moe_oracle.rules import VariantSpec
+    from moe_oracle.rules import LayerScenario, VariantSpec
     from moe_oracle.rules.build import BuildSpec
+    from moe_oracle.runtime.interface import LayerConfig
 
 #: CUDA compute-capability major of each NVIDIA architecture the declarations name.
 _CUDA_MAJOR = {"sm90": 9, "sm100": 10, "sm103": 10, "sm120": 12}
@@ -55,7 +56,7 @@ def declared_entry_points(spec: VariantSpec, library: str) -> DeclaredEntryPoint
     return DeclaredEntryPoints(library, tuple(all_of), tuple(any_of), provided_by, tuple(builds))
 
 
-def require_build_limits(declared: DeclaredEntryPoints, scenario: Any, *, key: str) -> str | None:
+def require_build_limits(declared: DeclaredEntryPoints, scenario: LayerScenario, *, key: str) -> str | None:
     """Recognise the installed build of ``declared.library`` among ``declared.builds`` and raise
     :class:`~moe_oracle.runtime.errors.LayerInputError` when ``scenario`` (a ``LayerScenario``) breaks one of
     its limits for the entry points this layer calls, before anything is allocated. Returns the build's name
@@ -186,7 +187,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_process_group(config: Any, *, backend: str, key: str) -> Any:
+def ensure_process_group(config: LayerConfig, *, backend: str, key: str) -> Any:
     """The EP process group: ``config.ep_group``, or a 1-rank loopback group when ``ep_size == 1``.
 
     With ``ep_size == 1`` and no group, torch.distributed is initialized on 127.0.0.1 with one rank

@@ -31,10 +31,14 @@ import logging
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from moe_oracle.engines.sglang.shipped import ENV_PLAN, OWN, Request, read_request, serves_any, ship, shipped_plan
 from moe_oracle.rules.variant_key import VariantKey
+
+if TYPE_CHECKING:
+    from moe_oracle.decide.candidates import Candidate
+    from moe_oracle.decide.selection import Decision, GroupDecision
 
 LOGGER_NAME = "sglang.plugins.moe_oracle"
 logger = logging.getLogger(LOGGER_NAME)
@@ -115,13 +119,13 @@ def launch_decision(args: SglangArgs, request: Request) -> Any:
     return answer(Question.of(description, deployment, software, engine=Engine.SGLANG, workload=workload)).decision
 
 
-def _fingerprint(decision: Any) -> str:
+def _fingerprint(decision: Decision) -> str:
     from moe_oracle.decide.record import decision_fingerprint
 
     return decision_fingerprint(decision)
 
 
-def _refusal(decision: Any, gd: Any, pin: str) -> tuple[Any, list[str]]:
+def _refusal(decision: Decision, gd: GroupDecision, pin: str) -> tuple[Candidate | None, list[str]]:
     """The candidate ``pin`` names that moe-oracle's route serves for ``gd``, or the reasons none does."""
     from moe_oracle.engines.routes import route_reasons
     from moe_oracle.model.types import layer_span

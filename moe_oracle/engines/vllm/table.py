@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE
+
+if TYPE_CHECKING:
+    from moe_oracle.decide.selection import Decision
+    from moe_oracle.engines.routes import GroupRoute
 
 _RUNS = {
     ENGINE_ROUTE: "vLLM's own {key}",
@@ -13,7 +17,7 @@ _RUNS = {
 
 
 def decision_table(
-    decision: Any, headline: str, routes: list[Any] | None = None, *, engine_title: str = "vLLM"
+    decision: Decision, headline: str, routes: list[GroupRoute] | None = None, *, engine_title: str = "vLLM"
 ) -> list[str]:
     """One readable table: what runs each layer group (and through which route), one line per rejection.
 
