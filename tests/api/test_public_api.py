@@ -152,3 +152,21 @@ def test_every_public_name_resolves() -> None:
     for name in moe_oracle.__all__:
         assert getattr(moe_oracle, name) is not None
     assert moe_oracle.BadInputError is __import__("moe_oracle.errors").errors.BadInputError
+
+
+def test_dropping_the_bundled_advisories_is_said_in_the_result() -> None:
+    """A typed question built with another advisory set (here none) is answered, but its document names every
+    bundled advisory it lacks, and its fingerprint is not the one with them."""
+    from dataclasses import replace
+
+    from moe_oracle.answers.door import answer
+    from moe_oracle.decide.advisories import bundled_advisories
+
+    full = moe_oracle.select(FLASH, device="mi355x", dp=8, ep=8, engine="vllm", software="all")
+    assert "bundled_advisories_missing" not in full.to_dict()
+    bare = answer(replace(full.decision.question, advisories=()))
+    doc = bare.to_dict()
+    assert doc["bundled_advisories_missing"] == [a.id for a in bundled_advisories()]
+    assert bare.fingerprint != answer(full.decision.question).fingerprint
+    codes = {c.key: c.failures for g in bare.decision.groups for c in g.candidates}
+    assert all(r.code is not ReasonCode.KNOWN_BAD for r in codes["aiter_mega_moe:gfx950_a8w4"])
