@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from moe_oracle import releases
 from tests.cli.runner import cli
 from tests.engines.wheels import find_wheel
 
@@ -24,11 +25,10 @@ DOCS_PAGE = re.compile(r"\bdocs/([\w./-]+\.(?:md|html))")
 URL = re.compile(r"https?://[^\s)\"'`<>,;|\\]+")
 CHECKS = json.loads((ROOT / "tests" / "provenance_checks.json").read_text(encoding="utf-8"))
 #: Release wheel of each prefix that is checked file by file: (prefix, dist, version, path inside the wheel).
-WHEEL_PREFIXES = (
-    ("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/", "vllm", "0.33.0", "vllm/"),
-    ("https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/", "vllm", "0.33.0", "vllm/"),
-    ("https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/", "sglang", "0.5.23", "sglang/"),
-    ("https://github.com/sgl-project/sglang/tree/v0.5.23/python/sglang/", "sglang", "0.5.23", "sglang/"),
+WHEEL_PREFIXES = tuple(
+    (f"{base}/", r.engine.value, r.version, f"{r.engine.value}/")
+    for r in releases.RELEASES.values()
+    for base in (r.source, r.source.replace("/blob/", "/tree/"))
 )
 
 
@@ -93,10 +93,45 @@ def _published_urls() -> dict[str, str]:
     ]
     found: dict[str, str] = {}
     for path in files:
-        for m in URL.finditer(path.read_text(encoding="utf-8", errors="replace")):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for m in URL.finditer(text):
             url = m.group(0).rstrip(".:")
             found.setdefault(url, str(path.relative_to(ROOT)))
+        for url in _release_citations(path, text):
+            found.setdefault(url, str(path.relative_to(ROOT)))
     return found
+
+
+#: A citation built on a release's source tag in an f-string: ``f"{SOURCE}/<path>#L<a>-L<b>"``.
+_TAGGED = re.compile(r"\{([\w.]+)\}(/[^\s\"'`)<>,;|\\{}]*)")
+
+
+def _release_citations(path: Path, text: str) -> list[str]:
+    """The URLs ``path``'s f-strings cite through a release's ``SOURCE`` (its package directory at the release
+    tag), resolved: inside a release folder ``SOURCE`` is that release's; elsewhere the name says which
+    (``vllm_release.SOURCE``, ``SGLANG_SRC``, or ``release.SOURCE`` with the module's ``... import vllm as
+    release``); ``SOURCE_TREE`` / ``VLLM_TREE`` are the same directories as trees."""
+    if path.suffix != ".py":
+        return []
+    by_name = {"vllm": releases.vllm.RELEASE, "sglang": releases.sglang.RELEASE}
+    folders = {r.__name__.rsplit(".", 1)[-1]: r.RELEASE for r in (releases.vllm, releases.sglang)}
+    parts = path.relative_to(ROOT).parts
+    own = folders.get(parts[2]) if parts[:2] == ("moe_oracle", "releases") and len(parts) > 3 else None
+    imported = re.search(r"from moe_oracle\.releases import (\w+) as release\b", text)
+    out = []
+    for m in _TAGGED.finditer(text):
+        name = m.group(1)
+        tree = name.endswith("_TREE")
+        name = name.replace("SOURCE_TREE", "SOURCE").replace("_TREE", "_SRC")
+        engine = {"VLLM_SRC": "vllm", "vllm_release.SOURCE": "vllm", "SGLANG_SRC": "sglang"}.get(name)
+        engine = engine or ("sglang" if name == "sglang_release.SOURCE" else None)
+        release = by_name[engine] if engine else None
+        if release is None and name in ("SOURCE", "release.SOURCE"):
+            release = own or (by_name.get(imported.group(1)) if imported else None)
+        if release is not None and not m.group(2).endswith("/"):  # not a docstring's f"{SOURCE}/<path>"
+            base = release.source.replace("/blob/", "/tree/") if tree else release.source
+            out.append((base + m.group(2)).rstrip(".:"))
+    return out
 
 
 def test_every_published_url_was_checked():

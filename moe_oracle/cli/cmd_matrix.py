@@ -11,6 +11,7 @@ from moe_oracle.cli.command import command
 from moe_oracle.cli.options import flags_from, matrix_question_options, options_from
 from moe_oracle.errors import BadInputError
 from moe_oracle.output import write_text_file
+from moe_oracle.releases import RELEASES
 
 FORMATS = ("table", "markdown", "json", "html")
 
@@ -24,7 +25,8 @@ FORMATS = ("table", "markdown", "json", "html")
 @click.option(
     "--software",
     default=None,
-    help="Software profile(s), comma list: installed, all, vllm-0.33.0, sglang-0.5.23, none, ... [as for select: "
+    help=f"Software profile(s), comma list: installed, all, {', '.join(r.name for r in RELEASES.values())}, none, ... "
+    "[as for select: "
     "the engine's release profile for vllm/sglang, all for none].",
 )
 @matrix_question_options

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.report.markdown import generated_header
 
 #: (heading, what it shows, command line without the program name)
@@ -29,9 +30,10 @@ EXAMPLES: tuple[tuple[str, str, str], ...] = (
         "select deepseek-ai/DeepSeek-V4-Flash --device mi355x --dp 8 --ep 8",
     ),
     (
-        "Nothing fits: H200 with what vLLM 0.33.0 ships",
+        f"Nothing fits: H200 with what vLLM {vllm_release.VERSION} ships",
         "vLLM's vendored DeepGEMM has no SM90 mega kernel; the output names the path vLLM takes instead.",
-        "select deepseek-ai/DeepSeek-V4-Flash --device h200 --dp 8 --ep 8 --software vllm-0.33.0 --engine vllm",
+        "select deepseek-ai/DeepSeek-V4-Flash --device h200 --dp 8 --ep 8 "
+        f"--software {vllm_release.NAME} --engine vllm",
     ),
     (
         "EP across two HGX nodes",

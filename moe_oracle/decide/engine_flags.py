@@ -18,10 +18,12 @@ The decode batch against the per-rank step budget (``--max-num-seqs`` / ``--deco
 from __future__ import annotations
 
 from moe_oracle.errors import DeploymentError
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
 
-VLLM_BUDGET_RULE = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/scheduler.py#L331-L335"
+VLLM_BUDGET_RULE = f"{vllm_release.SOURCE}/config/scheduler.py#L331-L335"
 
 
 def check_step_batch(
@@ -58,20 +60,20 @@ def check_step_batch(
 def check_all2all(engine: Engine, value: str | None) -> None:
     """Exit 2 for an ``--all2all-backend`` the engine does not take (see the module)."""
     from moe_oracle.errors import BadInputError, excerpt
-    from moe_oracle.releases import vllm
 
-    vllm_flags = vllm.flags
+    vllm_flags = vllm_release.flags
 
     if value is None:
         return
     if engine is Engine.SGLANG:
         raise BadInputError(
-            f"--all2all-backend {excerpt(value)} is vLLM's setting: SGLang 0.5.23 has no --all2all-backend, and its "
+            f"--all2all-backend {excerpt(value)} is vLLM's setting: SGLang {sglang_release.VERSION} has no "
+            "--all2all-backend, and its "
             "--moe-a2a-backend is what the plan sets for the chosen backend",
             fix="drop --all2all-backend with --engine sglang (choose the MoE backend with --moe-backend NAME)",
         )
     if value not in vllm_flags.ALL2ALL_CHOICES:
         raise BadInputError(
-            f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm.VERSION}'s all2all backends",
+            f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm_release.VERSION}'s all2all backends",
             fix=f"use one of {', '.join(vllm_flags.ALL2ALL_CHOICES)}, or drop --all2all-backend",
         )

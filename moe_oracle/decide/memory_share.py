@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.rules import Engine
 from moe_oracle.spec.device import DEVICES
 
@@ -49,11 +51,11 @@ VLLM_DEFAULT_UTILIZATION = 0.92
 VLLM_MAX_PROPOSED_UTILIZATION = 0.95
 VLLM_SHARE_HOLDS = (
     "the share holds weights, the profiled activation peak, the CUDA-graph estimate and the KV cache "
-    "(vllm 0.33 v1/worker/gpu_worker.py:707-757)"
+    f"(vllm {vllm_release.SERIES} v1/worker/gpu_worker.py:707-757)"
 )
 VLLM_SHARE_SOURCE = (
-    "vLLM 0.33.0's CacheConfig.gpu_memory_utilization default "
-    "(https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/cache.py#L215);"
+    f"vLLM {vllm_release.VERSION}'s CacheConfig.gpu_memory_utilization default "
+    f"({vllm_release.SOURCE}/config/cache.py#L215);"
     f" {VLLM_SHARE_HOLDS}"
 )
 
@@ -95,7 +97,7 @@ def runtime_reserve_bytes(tokens_per_rank: int, hidden: int) -> int:
 
 # --- SGLang 0.5.23 -------------------------------------------------------------------------------------------------
 
-SGLANG_SOURCE = "sglang 0.5.23 srt/arg_groups/memory_hook.py"
+SGLANG_SOURCE = f"sglang {sglang_release.VERSION} srt/arg_groups/memory_hook.py"
 
 #: ``memory_hook.py:88-165``: the GPU-memory tiers (MiB, upper bound exclusive) -> (chunked_prefill_size,
 #: decode CUDA-graph max_bs with tp < 4, with tp >= 4).

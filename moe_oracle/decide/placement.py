@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from enum import Enum
 
 from moe_oracle.model.types import PartKind
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Parallelism
 
@@ -45,8 +47,8 @@ class Placement:
     source: str
 
 
-_SG = "sglang 0.5.23 srt/"
-_VL = "vllm 0.33 "
+_SG = f"sglang {sglang_release.VERSION} srt/"
+_VL = f"vllm {vllm_release.SERIES} "
 
 _VLLM_ANY: dict[PartKind, Placement] = {
     PartKind.ATTENTION: Placement(
@@ -148,7 +150,7 @@ SGLANG_A2A_SHARED = Placement(
 #: engine shards them with the experts they belong to (FusedMoE's per-expert parameters).
 EXPERT_TENSORS = Placement(
     Over.EXPERTS,
-    "vllm 0.33 / sglang 0.5.23 FusedMoE: per-expert parameters live with the "
+    f"vllm {vllm_release.SERIES} / sglang {sglang_release.VERSION} FusedMoE: per-expert parameters live with the "
     "rank's experts (expert parallel, TP within an expert)",
 )
 

@@ -59,6 +59,8 @@ import torch
 
 from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.model.types import MoELayerGroup, QuantSpec, WeightFormat
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer, TakesBlockMHint
 
@@ -113,7 +115,9 @@ def parameter_shapes(
                 "w2_weight_scale_inv": ((e, h, i // 32), torch.float32),
             }
         if fmt not in ENGINE_PARAMS["sglang"]:
-            raise LayerInputError(f"SGLang 0.5.23 has no MoE quant method moe-oracle reads for {fmt.value} experts")
+            raise LayerInputError(
+                f"SGLang {sglang_release.VERSION} has no MoE quant method moe-oracle reads for {fmt.value} experts"
+            )
     return vllm_parameter_shapes(fmt, experts, hidden, inter)
 
 
@@ -153,7 +157,9 @@ def vllm_parameter_shapes(
         }
     if fmt is WeightFormat.BF16:
         return {"w13_weight": ((e, 2 * i, h), torch.bfloat16), "w2_weight": ((e, h, i), torch.bfloat16)}
-    raise LayerInputError(f"vLLM 0.33 has no MoE quant method moe-oracle reads for {fmt.value} experts")
+    raise LayerInputError(
+        f"vLLM {vllm_release.SERIES} has no MoE quant method moe-oracle reads for {fmt.value} experts"
+    )
 
 
 def check_parameters(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from moe_oracle.releases import sglang, vllm
 from moe_oracle.rules import Engine
 
 NAME = "moe_oracle"
@@ -45,7 +46,7 @@ LOADERS: dict[Engine, EngineLoader] = {
     Engine.VLLM: EngineLoader(
         "vLLM",
         "vllm",
-        "0.33.0",
+        vllm.VERSION,
         "vllm.general_plugins",
         "VLLM_PLUGINS",
         "MOE_ORACLE_VLLM_PLUGIN",
@@ -55,7 +56,7 @@ LOADERS: dict[Engine, EngineLoader] = {
     Engine.SGLANG: EngineLoader(
         "SGLang",
         "sglang",
-        "0.5.23",
+        sglang.VERSION,
         "sglang.srt.plugins",
         "SGLANG_PLUGINS",
         "MOE_ORACLE_SGLANG_PLUGIN",

@@ -16,16 +16,17 @@ every spelling of its version lives in its folder).
 
 Adding a release (say vLLM 0.34.0), as a checklist:
 
-1. Copy the folder of the release it follows (``vllm_0_33/`` -> ``vllm_0_34/``); set ``version.py``'s ``VERSION``
-   (and ``SERIES``); rename the profiles in ``profiles.py`` and ``__init__.py`` (``vllm-0.34.0``,
-   ``vllm-0.34.0+moe-oracle``).
+1. Copy the folder of the release it follows (``vllm_0_33/`` -> ``vllm_0_34/``) and set ``version.py``'s
+   ``VERSION``, ``SERIES`` and ``SOURCE``: the profile names (``vllm-0.34.0``, ``vllm-0.34.0+moe-oracle``), the
+   source tag of every citation and every message that names the release follow from them.
 2. Re-read every cited line in the new wheel (``pip download --no-deps vllm==0.34.0``) and update the gates, the
    model-class table, the flag vocabulary and the speculative launch where the release changed them; every
-   citation is ``f"{SOURCE}/<path>#L<a>-L<b>"``, so the tag follows ``VERSION``.
-3. Point this module's entry for the engine at the new folder (the import and the alias below), and move the old
-   folder's tests: ``tests/engines/test_engine_vocabulary.py`` and ``tests/test_provenance.py`` check the flags,
-   the model classes and every cited line against the new wheel; ``tests/releases/`` checks the folder is
-   self-contained.
+   citation is ``f"{SOURCE}/<path>#L<a>-L<b>"``, so the tag follows ``SOURCE``.
+3. Point this module's entry for the engine at the new folder (the import and the alias below); its tests
+   follow: ``tests/engines/test_engine_vocabulary.py`` and ``tests/test_provenance.py`` check the flags, the
+   model classes and every cited line against the new wheel (``pip download --no-deps`` into ``/tmp/wheels``),
+   ``tests/releases/`` that the folder is self-contained and its parts agree. Delete the old folder (or keep
+   it, with its own test run, if both releases are served).
 4. Regenerate the docs (``moe-oracle matrix --docs docs``, ``moe-oracle plan --examples docs/plans``) and read the
    diff: every changed verdict, flag or citation is the new release's.
 5. Run the real-engine harnesses (``tests/engines/run_real_vllm.sh`` / ``run_real_sglang.sh``) against the new

@@ -98,8 +98,8 @@ class Release:
     ``version``: the release (``0.33.0``); ``source``: its package directory at the release tag, the base of
     every citation of its code; ``gates``: what it adds on top of the kernels' rules; ``model_classes``: the MoE
     block it builds per architecture; ``speculative``: the flags that make it build MTP/draft layers;
-    ``profiles``: the ``--software`` profiles it ships, by name, in the order ``moe-oracle list`` prints them;
-    ``plugin_profile``: the profile a plan for this engine assumes (the release with moe-oracle's plug-in);
+    ``profiles``: the ``--software`` profiles it ships, by name, in the order ``moe-oracle list`` prints them
+    (:attr:`name` and :attr:`plugin_profile`);
     ``fallback``: what it serves a layer group with when no fused mega-MoE backend is chosen.
     """
 
@@ -110,8 +110,17 @@ class Release:
     model_classes: ModelClassTable
     speculative: SpeculativeLaunch
     profiles: Mapping[str, Callable[[], SoftwareProfile]]
-    plugin_profile: str
     fallback: Callable[[MoELayerGroup, DeviceSpec], str]
+
+    @property
+    def name(self) -> str:
+        """The release as ``--software`` names it (``vllm-0.33.0``): the profile of what its wheel ships."""
+        return f"{self.engine.value}-{self.version}"
+
+    @property
+    def plugin_profile(self) -> str:
+        """The profile a plan for this engine assumes: the release with moe-oracle's plug-in."""
+        return f"{self.name}+moe-oracle"
 
 
 #: What moe-oracle's plug-in serves in each engine's release (architecture -> served), as each release folder

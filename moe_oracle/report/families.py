@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from moe_oracle.releases import sglang as sglang_release
+from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.report.markdown import generated_header, md_cell, md_table
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "models"
@@ -125,7 +127,8 @@ def render_families(command: str) -> str:
         "",
         "## Read by name, no public config in the fixtures",
         "",
-        "Each is read by the rule of its family (its names, as vLLM 0.33 / SGLang 0.5.23 register them, in "
+        f"Each is read by the rule of its family (its names, as vLLM {vllm_release.SERIES} / SGLang "
+        f"{sglang_release.VERSION} register them, in "
         "`moe_oracle/model/adapters/families.py`); a test checks the names and key spellings on a minimal config.",
         "",
     ]

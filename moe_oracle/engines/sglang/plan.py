@@ -164,7 +164,7 @@ def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], 
             "so SGLang does not check the cap at start; a step with more tokens per rank than the cap silently runs "
             "SGLang's fused MoE instead of megamoe (mega_moe.py:172-193)."
         )
-    notes.append(f"Buffer sizes are {DG_BUILD}'s, the build SGLang 0.5.23 pins; {OTHER_BUILDS}.")
+    notes.append(f"Buffer sizes are {DG_BUILD}'s, the build SGLang {release.VERSION} pins; {OTHER_BUILDS}.")
     if sm100:
         notes.append(
             f"Unverified: the SM100 ring and buffer bytes; {DG_BUILD} chooses the ring in compiled host code that "
@@ -378,7 +378,7 @@ def _nvfp4_runner(ctx: PlanContext, notes: list[str]) -> list[str]:
     if not any(g.group.weight_format is WeightFormat.NVFP4 for g in ctx.decision.groups):
         return []
     notes.append(
-        "--moe-runner-backend marlin: SGLang 0.5.23 runs NVFP4 experts before Blackwell only on the Marlin "
+        f"--moe-runner-backend marlin: SGLang {release.VERSION} runs NVFP4 experts before Blackwell only on the Marlin "
         "(weight-only FP4) runner; modelopt_quant.py:2377-2386 raises 'Current platform does not support NVFP4 "
         "quantization with the selected MoE backend' otherwise, and the DeepSeek V4 override "
         "(model_overrides/deepseek_v4.py:66-74) would pick the Blackwell-only flashinfer_trtllm_routed under auto."

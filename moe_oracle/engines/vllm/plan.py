@@ -131,8 +131,9 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
             f"This plan {needs}. Build it from that source with its submodules (a pull request: git fetch origin "
             "pull/<number>/head) and pip install it into vLLM's environment: vLLM prefers a site-packages deep_gemm "
             "over its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py), which has no SM90 mega "
-            "kernel; `moe-oracle probe` recognises the build. Without moe-oracle's plug-in, vLLM 0.33 serves these "
+            f"{release.SOURCE}/utils/deep_gemm.py), which has no SM90 mega "
+            "kernel; `moe-oracle probe` recognises the build. Without moe-oracle's plug-in, "
+            f"vLLM {release.SERIES} serves these "
             "layers with its non-fused MoE (https://github.com/vllm-project/vllm/issues/57772: Marlin weight-only on "
             "Hopper)."
         )
@@ -175,7 +176,8 @@ def build(ctx: PlanContext) -> EngineParts:
                 env=ctx.user_env,
             )
         notes.append(
-            "vLLM 0.33 never resolves --moe-backend auto to deep_gemm_mega_moe; the explicit flag selects it "
+            f"vLLM {release.SERIES} never resolves --moe-backend auto to deep_gemm_mega_moe; the explicit flag "
+            "selects it "
             "(moe-oracle's vLLM plug-in does the same for auto, after the same checks)."
         )
         if fuse and any(s.shared_experts for s in shapes):

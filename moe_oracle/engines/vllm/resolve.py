@@ -185,7 +185,8 @@ def _decide(snap: VllmSnapshot, requested: str, request: Any, head: str) -> Outc
     substituted = substituted_experts(snap.hf_config)
     if substituted:
         blockers.append(
-            f"the config declares expert substitution ({substituted}): vLLM 0.33 then builds SubstitutedRoutedExperts "
+            f"the config declares expert substitution ({substituted}): vLLM {release.SERIES} then builds "
+            "SubstitutedRoutedExperts "
             "(fused_moe/layer.py:398-412), which the plug-in's replacement of RoutedExperts by exact class name does "
             "not reach"
         )

@@ -78,7 +78,7 @@ class VllmSnapshot:
     #: the kernel builds the decision judges: ``installed`` (probed, what the real hook uses: vLLM prefers a
     #: site-packages ``deep_gemm`` over its vendored one,
     #: https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py) or a named profile
-    software: str = "vllm-0.33.0"
+    software: str = release.NAME
 
 
 def _normalize_hf(config: dict[str, Any]) -> dict[str, Any]:

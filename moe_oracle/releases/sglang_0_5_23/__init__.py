@@ -14,7 +14,18 @@ from moe_oracle.releases.sglang_0_5_23.version import SOURCE, VERSION
 from moe_oracle.releases.types import Release, SpeculativeLaunch, declare_plugin_coverage
 from moe_oracle.rules import Engine
 
-__all__ = ["RELEASE", "SOURCE", "SPECULATIVE", "VERSION", "flags", "gates", "model_classes", "profiles"]
+__all__ = [
+    "NAME",
+    "PLUGIN_PROFILE",
+    "RELEASE",
+    "SOURCE",
+    "SPECULATIVE",
+    "VERSION",
+    "flags",
+    "gates",
+    "model_classes",
+    "profiles",
+]
 
 #: SGLang 0.5.23 builds the NextN/MTP layers only as the draft worker of a speculative-decoding launch.
 SPECULATIVE = SpeculativeLaunch(
@@ -34,6 +45,10 @@ SPECULATIVE = SpeculativeLaunch(
     f"{SOURCE}/srt/arg_groups/speculative_hook.py#L110)",
 )
 
+#: The release's ``--software`` name (``sglang-<version>``) and that of the release with moe-oracle's plug-in.
+NAME = f"sglang-{VERSION}"
+PLUGIN_PROFILE = f"{NAME}+moe-oracle"
+
 RELEASE = Release(
     engine=Engine.SGLANG,
     version=VERSION,
@@ -41,8 +56,7 @@ RELEASE = Release(
     gates=gates.PROFILE,
     model_classes=model_classes.TABLE,
     speculative=SPECULATIVE,
-    profiles={"sglang-0.5.23": profiles.plain, "sglang-0.5.23+moe-oracle": profiles.with_moe_oracle},
-    plugin_profile="sglang-0.5.23+moe-oracle",
+    profiles={NAME: profiles.plain, PLUGIN_PROFILE: profiles.with_moe_oracle},
     fallback=gates.fallback,
 )
 declare_plugin_coverage(Engine.SGLANG, model_classes.sglang_plugin_serves)

@@ -6,6 +6,7 @@ its wheel, the library's ``note`` says so.
 
 from __future__ import annotations
 
+from moe_oracle.releases.sglang_0_5_23.version import VERSION
 from moe_oracle.software.catalog import MORI_SYMBOLS, known_builds
 from moe_oracle.software.profiles import AITER_V2, SM90_FP8_DG, SM100_DG, TORCH, with_plugin
 from moe_oracle.software.types import LibraryBuild, SoftwareProfile
@@ -13,7 +14,7 @@ from moe_oracle.software.types import LibraryBuild, SoftwareProfile
 
 def plain() -> SoftwareProfile:
     return SoftwareProfile(
-        name="sglang-0.5.23",
+        name=f"sglang-{VERSION}",
         description="SGLang 0.5.23: sgl-deep-gemm 0.2.3.post2 (SM90 FP8 and SM100 FP8xFP4 mega-MoE), "
         "torch 2.14.1; on ROCm aiter MegaMoEV2 via SGLANG_AMD_USE_FLYDSL_MEGA_MOE.",
         libraries={
@@ -61,7 +62,7 @@ def with_moe_oracle() -> SoftwareProfile:
     )
     return with_plugin(
         base,
-        "sglang-0.5.23+moe-oracle",
+        f"sglang-{VERSION}+moe-oracle",
         "SGLang 0.5.23 + moe-oracle's plug-in (its runtime inside SGLang, entry point sglang.srt.plugins) + a "
         "DeepGEMM build with the SM90 FP8xFP4 mega kernel (PR #323, sgl_deep_gemm front end).",
         deep_gemm,

@@ -14,7 +14,19 @@ from moe_oracle.releases.vllm_0_33 import flags, gates, model_classes, profiles
 from moe_oracle.releases.vllm_0_33.version import SERIES, SOURCE, VERSION
 from moe_oracle.rules import Engine
 
-__all__ = ["RELEASE", "SERIES", "SOURCE", "SPECULATIVE", "VERSION", "flags", "gates", "model_classes", "profiles"]
+__all__ = [
+    "NAME",
+    "PLUGIN_PROFILE",
+    "RELEASE",
+    "SERIES",
+    "SOURCE",
+    "SPECULATIVE",
+    "VERSION",
+    "flags",
+    "gates",
+    "model_classes",
+    "profiles",
+]
 
 #: vLLM 0.33 builds the MTP model only as the drafter of a speculative-decoding launch.
 SPECULATIVE = SpeculativeLaunch(
@@ -24,6 +36,10 @@ SPECULATIVE = SpeculativeLaunch(
     "--speculative-config)",
 )
 
+#: The release's ``--software`` name (``vllm-<version>``) and that of the release with moe-oracle's plug-in.
+NAME = f"vllm-{VERSION}"
+PLUGIN_PROFILE = f"{NAME}+moe-oracle"
+
 RELEASE = Release(
     engine=Engine.VLLM,
     version=VERSION,
@@ -31,8 +47,7 @@ RELEASE = Release(
     gates=gates.PROFILE,
     model_classes=model_classes.TABLE,
     speculative=SPECULATIVE,
-    profiles={"vllm-0.33.0": profiles.plain, "vllm-0.33.0+moe-oracle": profiles.with_moe_oracle},
-    plugin_profile="vllm-0.33.0+moe-oracle",
+    profiles={NAME: profiles.plain, PLUGIN_PROFILE: profiles.with_moe_oracle},
     fallback=gates.fallback,
 )
 declare_plugin_coverage(Engine.VLLM, model_classes.plugin_serves)

@@ -18,6 +18,7 @@ from moe_oracle.releases._rules import no_eplb, pp_one, tp_one
 from moe_oracle.releases.types import plugin_serves_in
 from moe_oracle.releases.vllm_0_33.model_classes import TABLE, plugin_serves, plugin_why_not
 from moe_oracle.releases.vllm_0_33.version import SOURCE as VLLM_SRC
+from moe_oracle.releases.vllm_0_33.version import SOURCE_TREE as VLLM_TREE
 from moe_oracle.releases.vllm_0_33.version import VERSION
 from moe_oracle.rules import Check, Engine, ReasonCode, Scenario
 from moe_oracle.rules import checks as c
@@ -35,10 +36,7 @@ MORI_BACKENDS = ("mori_high_throughput", "mori_low_latency")
 #: vLLM 0.33.0's DeepSeek V4 ROCm model file, whose load-time checks the AITER mega path's gates repeat.
 _AMD_MODEL = f"{VLLM_SRC}/models/deepseek_v4/amd/model.py"
 
-_DSV4 = (
-    "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4"
-    " (no GLM model file reads kernel_config.moe_backend)"
-)
+_DSV4 = f"{VLLM_TREE}/models/deepseek_v4 (no GLM model file reads kernel_config.moe_backend)"
 
 
 def _is_dsv4(sc: Scenario) -> bool:
@@ -71,7 +69,7 @@ def _ep_enabled(backend: str) -> Check:
         ),
         remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
         sources=(
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
+            f"{VLLM_SRC}/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
             ": '... requires expert parallel. Enable it with --enable-expert-parallel'",
         ),
     )
@@ -87,10 +85,7 @@ def _fp4_experts(backend: str) -> Check:
             f"moe_quant_algo; these layers are {g.weight_quant.label()}"
         ),
         remediation="Drop --moe-backend for this checkpoint; vLLM's FusedMoE oracle serves it.",
-        sources=(
-            "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/nvidia/model.py"
-            " (native mega validations: expert_dtype fp4)",
-        ),
+        sources=(f"{VLLM_SRC}/models/deepseek_v4/nvidia/model.py (native mega validations: expert_dtype fp4)",),
     )
 
 
@@ -115,7 +110,7 @@ _DEEP_GEMM = EngineSupport(
                 "vLLM's DSv4 mega path requires sqrtsoftplus with renormalization"
             ),
             remediation="Leave --moe-backend unset (vLLM's default auto path serves this model).",
-            sources=("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/nvidia/model.py",),
+            sources=(f"{VLLM_SRC}/models/deepseek_v4/nvidia/model.py",),
         ),
         c.scenario_predicate(
             ReasonCode.ALL2ALL_UNSUPPORTED,
@@ -126,15 +121,10 @@ _DEEP_GEMM = EngineSupport(
                 "raises ValueError with deep_gemm_mega_moe"
             ),
             remediation="Leave --all2all-backend unset.",
-            sources=(
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/config.py"
-                " bind_passthrough_all2all_backend",
-            ),
+            sources=(f"{VLLM_SRC}/model_executor/layers/fused_moe/config.py bind_passthrough_all2all_backend",),
         ),
     ),
-    sources=(
-        "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4",
-    ),
+    sources=(f"{VLLM_SRC}/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, {VLLM_TREE}/models/deepseek_v4",),
 )
 
 _AITER = EngineSupport(
@@ -184,15 +174,12 @@ _AITER = EngineSupport(
             sources=(f"{_AMD_MODEL}#L553-L557 (VLLM_ROCM_USE_AITER and VLLM_ROCM_USE_AITER_MOE)",),
         ),
     ),
-    sources=("https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/models/deepseek_v4/amd/mega_moe.py",),
+    sources=(f"{VLLM_SRC}/models/deepseek_v4/amd/mega_moe.py",),
 )
 
 
 _PLUGIN = "moe-oracle's vLLM plug-in (engines/vllm/layer.py: out-of-tree RoutedExperts)"
-_OOT = (
-    "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/plugins/__init__.py"
-    " item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
-)
+_OOT = f"{VLLM_SRC}/plugins/__init__.py item 4 (PluggableLayer.register_oot), vLLM 0.33 model_executor/custom_op.py"
 
 
 def served_architecture(architecture: str) -> bool:
@@ -245,8 +232,8 @@ _MOE_ORACLE = EngineSupport(
             ),
             sources=(
                 _OOT,
-                "https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/model_executor/models"
-                ", https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/glm4_moe.py, https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/models/deepseek_v4",
+                f"{VLLM_TREE}/model_executor/models"
+                f", {VLLM_SRC}/model_executor/models/glm4_moe.py, {VLLM_TREE}/models/deepseek_v4",
                 "moe_oracle/releases/vllm_0_33/model_classes.py VLLM",
             ),
         ),
@@ -259,9 +246,7 @@ _MOE_ORACLE = EngineSupport(
                 "every expert, and the fused kernels keep experts whole"
             ),
             remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
-            sources=(
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",
-            ),
+            sources=(f"{VLLM_SRC}/model_executor/layers/fused_moe/deep_gemm_mega_moe.py",),
         ),
         tp_one(
             "tp == 1 (data-parallel attention: each rank dispatches its own tokens)",
@@ -276,8 +261,7 @@ _MOE_ORACLE = EngineSupport(
             ": vLLM then routes to physical (redundant) expert slots, which moe-oracle's runtime does not map",
             (
                 _PLUGIN,
-                "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
-                " (EPLB hooks)",
+                f"{VLLM_SRC}/model_executor/layers/fused_moe/deep_gemm_mega_moe.py (EPLB hooks)",
             ),
         ),
         c.group_predicate(

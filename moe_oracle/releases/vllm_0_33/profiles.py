@@ -6,6 +6,7 @@ its wheel, the library's ``note`` says so.
 
 from __future__ import annotations
 
+from moe_oracle.releases.vllm_0_33.version import SOURCE, SOURCE_TREE, VERSION
 from moe_oracle.software.catalog import MORI_SYMBOLS
 from moe_oracle.software.profiles import AITER_V2, SM90_FP8_DG, SM100_DG, TORCH, with_plugin
 from moe_oracle.software.types import LibraryBuild, SoftwareProfile
@@ -13,7 +14,7 @@ from moe_oracle.software.types import LibraryBuild, SoftwareProfile
 
 def plain() -> SoftwareProfile:
     return SoftwareProfile(
-        name="vllm-0.33.0",
+        name=f"vllm-{VERSION}",
         description="vLLM 0.33.0 wheel: vendored DeepGEMM 2.8.1 (SM100 mega kernels only), torch 2.14.0; "
         "on ROCm the image's aiter with MegaMoEV2 and MoRI.",
         libraries={
@@ -26,7 +27,7 @@ def plain() -> SoftwareProfile:
                 import_path="vllm.third_party.deep_gemm",
                 symbols=SM100_DG | {"nvfp4_mega_moe", "NVFP4SymmBuffer", "fp4_fp4_mega_moe"},
                 builds=frozenset({"vllm-deepgemm-2.8.1"}),
-                note="https://github.com/vllm-project/vllm/tree/v0.33.0/vllm/third_party/deep_gemm: include/impls "
+                note=f"{SOURCE_TREE}/third_party/deep_gemm: include/impls "
                 "has sm100_*mega_moe*.cuh only; no SM90 mega kernel",
             ),
             "aiter": LibraryBuild(
@@ -62,12 +63,12 @@ def with_moe_oracle() -> SoftwareProfile:
         builds=frozenset({"deepgemm-pr323", "vllm-deepgemm-2.8.1"}),
         note="https://github.com/deepseek-ai/DeepGEMM/pull/323: _C.fp8_fp4_mega_moe_sm90 only in PR #323 builds (PR "
         "#411 names its kernel "
-        "fp8_mxfp4_mega_moe); https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/utils/deep_gemm.py "
+        f"fp8_mxfp4_mega_moe); {SOURCE}/utils/deep_gemm.py "
         "site-packages first",
     )
     return with_plugin(
         base,
-        "vllm-0.33.0+moe-oracle",
+        f"vllm-{VERSION}+moe-oracle",
         "vLLM 0.33.0 + moe-oracle's plug-in (its runtime inside vLLM) + a DeepGEMM build with the "
         "SM90 mega kernels (PR #323) in site-packages.",
         deep_gemm,
