@@ -62,7 +62,7 @@ def _inputs(decision: Decision) -> dict[str, Any]:
     }
 
 
-def canonical(obj: Any) -> str:
+def canonical(obj: object) -> str:
     """Canonical JSON (sorted keys, no spaces; sets as sorted lists)."""
 
     def norm(x: Any) -> Any:
@@ -244,7 +244,7 @@ def catalogue_device(device: DeviceSpec) -> tuple[DeviceSpec, str | None]:
     )
 
 
-def _fact(value: Any) -> str:
+def _fact(value: object) -> str:
     return str(getattr(value, "value", value))
 
 
@@ -252,7 +252,7 @@ def _fact(value: Any) -> str:
 _DEVICE_FACTS = ("arch", "memory_gib", "sm_count", "hbm_tb_s", "fp8_tflops")
 
 
-def covers(recorded: Any, now: Any) -> bool:
+def covers(recorded: object, now: object) -> bool:
     """Whether every value ``recorded`` shows is what the replay shows (keys only the replay has are
     additions of a newer format and are not differences)."""
     if isinstance(recorded, dict):
@@ -308,7 +308,7 @@ def compare_replay(record: dict[str, Any], doc: dict[str, Any]) -> ReplayVerdict
     return ReplayVerdict(identical, edited, identical and doc["fingerprint"] != record.get("fingerprint"), fields)
 
 
-def _invalid(key: str, value: Any, expected: str) -> BadInputError:
+def _invalid(key: str, value: object, expected: str) -> BadInputError:
     return BadInputError(
         f"decision record inputs.{key} = {show(value)} is invalid: {expected}",
         fix=f"{_FIX_RECORD}, unedited",

@@ -133,12 +133,12 @@ class _Ctx:
 
 def _quant(
     ctx: _Ctx,
-    fmt_value: Any,
+    fmt_value: object,
     path: str,
     *,
-    block: Any = None,
-    scale: Any = None,
-    global_scale: Any = None,
+    block: object = None,
+    scale: object = None,
+    global_scale: object = None,
     block_path: str = "weight_block",
     scale_path: str = "weight_scale_format",
     global_path: str = "weight_global_scale",
@@ -408,7 +408,7 @@ def load_manual_description(path: str | Path) -> ModelDescription:
     return manual_from_dict(read_json_file(file), where=str(file))
 
 
-def activation_from_spec(text: Any, *, where: str = "manual flags") -> dict[str, Any]:
+def activation_from_spec(text: object, *, where: str = "manual flags") -> dict[str, Any]:
     """``--activation`` value -> the manual JSON ``activation`` object.
 
     ``swiglu``; ``swiglu-clamp:L`` (DeepSeek V4 style pre-activation clamp); ``swigluoai:ALPHA,LIMIT``
@@ -439,30 +439,30 @@ _ACTIVATION_FORMS = "expected swiglu, swiglu-clamp:LIMIT, swigluoai[:ALPHA,LIMIT
 
 
 def manual_from_flags(
-    hidden_size: Any,
-    moe_intermediate_size: Any,
-    num_experts: Any,
-    top_k: Any,
-    weight_format: Any,
+    hidden_size: object,
+    moe_intermediate_size: object,
+    num_experts: object,
+    top_k: object,
+    weight_format: object,
     *,
-    num_shared_experts: Any = 0,
-    weight_block: Any = None,
-    weight_scale_format: Any = None,
-    weight_global_scale: Any = None,
-    shared_expert_format: Any = None,
-    shared_expert_width: Any = None,
-    shared_expert_gate: Any = None,
-    scoring: Any = None,
-    correction_bias: Any = None,
-    renormalize: Any = None,
-    router_weight_on_input: Any = None,
-    num_groups: Any = 1,
-    topk_groups: Any = 1,
-    routed_scaling_factor: Any = 1.0,
-    activation: Any = None,
-    swiglu_clamp: Any = None,
-    expert_bias: Any = None,
-    num_layers: Any = 1,
+    num_shared_experts: object = 0,
+    weight_block: object = None,
+    weight_scale_format: object = None,
+    weight_global_scale: object = None,
+    shared_expert_format: object = None,
+    shared_expert_width: object = None,
+    shared_expert_gate: object = None,
+    scoring: object = None,
+    correction_bias: object = None,
+    renormalize: object = None,
+    router_weight_on_input: object = None,
+    num_groups: object = 1,
+    topk_groups: object = 1,
+    routed_scaling_factor: object = 1.0,
+    activation: object = None,
+    swiglu_clamp: object = None,
+    expert_bias: object = None,
+    num_layers: object = 1,
     model: str = MANUAL_MODEL_NAME,
 ) -> ModelDescription:
     """Build a one-group description from CLI flag values (ints, or their decimal strings).

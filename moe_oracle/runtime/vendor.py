@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 from moe_oracle.runtime.errors import BackendUnavailableError
 
 if TYPE_CHECKING:
+    from torch.distributed import ProcessGroup
+
     from moe_oracle.rules import LayerScenario, VariantSpec
     from moe_oracle.rules.build import BuildSpec
     from moe_oracle.runtime.interface import LayerConfig
@@ -98,7 +100,7 @@ def require_env_off(spec: VariantSpec, *, key: str) -> None:
                 )
 
 
-def resolve_attr(module: Any, path: str) -> Any:
+def resolve_attr(module: object, path: str) -> Any:
     """``module.a.b`` for ``path = "a.b"`` (AttributeError when a part is missing)."""
     obj = module
     for part in path.split("."):
@@ -106,7 +108,7 @@ def resolve_attr(module: Any, path: str) -> Any:
     return obj
 
 
-def has_attr(module: Any, path: str) -> bool:
+def has_attr(module: object, path: str) -> bool:
     try:
         resolve_attr(module, path)
         return True
@@ -126,7 +128,7 @@ def require_module(name: str, *, key: str, fix: str) -> Any:
 
 
 def require_attrs(
-    module: Any, *, key: str, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (), fix: str
+    module: object, *, key: str, all_of: tuple[str, ...] = (), any_of: tuple[str, ...] = (), fix: str
 ) -> None:
     """Every name of ``all_of`` and one of ``any_of`` must resolve on ``module`` (dotted names allowed)."""
 
@@ -187,7 +189,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_process_group(config: LayerConfig, *, backend: str, key: str) -> Any:
+def ensure_process_group(config: LayerConfig, *, backend: str, key: str) -> ProcessGroup:
     """The EP process group: ``config.ep_group``, or a 1-rank loopback group when ``ep_size == 1``.
 
     With ``ep_size == 1`` and no group, torch.distributed is initialized on 127.0.0.1 with one rank
@@ -221,4 +223,7 @@ def ensure_process_group(config: LayerConfig, *, backend: str, key: str) -> Any:
             f"{key}: torch.distributed has {dist.get_world_size()} ranks but ep_size=1 and no ep_group was given.",
             fix="pass LayerConfig(ep_group=..., ep_size=...) for expert parallelism.",
         )
-    return dist.group.WORLD
+    world = dist.group.WORLD
+    if world is None:  # init_process_group above creates it
+        raise BackendUnavailableError(f"{key}: torch.distributed has no default group.", fix="initialize it.")
+    return world

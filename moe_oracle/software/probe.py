@@ -19,6 +19,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from moe_oracle.software.catalog import known_libraries
@@ -27,7 +28,7 @@ from moe_oracle.software.types import LibraryBuild, LibrarySpec, SoftwareProfile
 _MISSING = object()
 
 
-def _resolve(module: Any, path: str) -> Any:
+def _resolve(module: ModuleType, path: str) -> Any:
     """The object at ``path`` under ``module`` (importing a submodule only when no attribute has the name),
     else ``_MISSING``."""
     obj = module
@@ -44,7 +45,7 @@ def _resolve(module: Any, path: str) -> Any:
     return obj
 
 
-def _parameters(obj: Any) -> tuple[str, ...] | None:
+def _parameters(obj: object) -> tuple[str, ...] | None:
     """The parameter names of a Python function or class (read, never called); None for compiled objects."""
     if not (inspect.isfunction(obj) or inspect.isclass(obj)):
         return None
@@ -101,7 +102,7 @@ def _ships(dist: md.Distribution, top: str) -> bool:
     return any(line.startswith((f"{top}/", f"{top}.py,", f"{top}\\")) for line in record.splitlines())
 
 
-def _version(module: Any, dist: str | None) -> str | None:
+def _version(module: object, dist: str | None) -> str | None:
     ver = getattr(module, "__version__", None)
     if isinstance(ver, str):
         return ver
