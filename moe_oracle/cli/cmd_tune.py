@@ -31,8 +31,9 @@ from moe_oracle.errors import BadInputError, excerpt
     type=click.FloatRange(min=0.0, max=4.0),
     default=0.0,
     show_default=True,
-    help="Zipf exponent of the routing (0: every expert equally likely; 1.2: the hottest expert gets several "
-    "times its share). A skewed run is stamped with it.",
+    help="Routing skew S: router logits offset by -S ln(rank) over a random expert ranking, a Zipf-like load "
+    "(0: every expert equally likely; 1.2: the hottest expert several times its share). The run is stamped with it; "
+    "select weighs it with --workload ...@skew=S.",
 )
 @click.option(
     "--out",

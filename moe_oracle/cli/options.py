@@ -394,7 +394,8 @@ def _weighing_options() -> list[Callable[..., Any]]:
             "--workload",
             default="mixed",
             show_default=True,
-            help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...",
+            help="Tokens per rank the ranking weighs: decode, prefill, mixed, or a histogram T:w,T:w,...; append "
+            "@skew=S for skewed routing (the busiest rank sets the cost; S as moe-oracle tune --skew).",
         ),
         click.option(
             "--calibration",

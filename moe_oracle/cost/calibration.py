@@ -111,7 +111,7 @@ def _load() -> tuple[Calibration, ...]:
 
 
 def features(
-    tokens: int, active: float, expert_bytes: int, top_k: int, hidden: int, inter: int, experts_per_rank: int
+    tokens: float, active: float, expert_bytes: int, top_k: int, hidden: int, inter: int, experts_per_rank: int
 ) -> tuple[float, ...]:
     """The :data:`TERMS` for one call of ``tokens`` tokens per rank: (1, local experts, active expert MB per rank,
     TFLOP per rank, token-pair activation MB per rank: T x top-k x H x (1 byte in + 2 bytes out))."""

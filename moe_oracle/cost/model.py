@@ -12,7 +12,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from moe_oracle.cost.active_experts import expected_active_experts
+from moe_oracle.cost.active_experts import expected_active_experts, skewed_rank
 from moe_oracle.cost.calibration import Calibration, features, fit_pooled, load_calibrations
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import VariantSpec
@@ -34,6 +34,9 @@ class Workload:
 
     points: tuple[tuple[int, float], ...]
     label: str = "custom"
+    #: routing skew: router logits offset by ``-skew * ln(rank)`` over a random expert ranking, as
+    #: ``moe-oracle tune --skew`` measures it (0: every expert equally likely); ``...@skew=S`` in :meth:`parse`
+    skew: float = 0.0
 
     @classmethod
     def default(cls, tokens_per_rank: int, decode_tokens: int = 32) -> Workload:
@@ -45,6 +48,17 @@ class Workload:
         """``decode`` (a decode step of ``decode_tokens`` per rank), ``prefill`` (a full chunk of
         ``tokens_per_rank``), ``mixed`` (both, equal weight) or a histogram ``T:w,T:w,...``."""
         name = text.strip().lower()
+        name, sep, tail = name.partition("@")
+        if sep:
+            key, eq, value = tail.partition("=")
+            try:
+                skew = float(value) if key.strip() == "skew" and eq else float("nan")
+            except ValueError:
+                skew = float("nan")
+            if not 0.0 <= skew <= 4.0:
+                raise ValueError(f"{tail!r}: the routing skew is @skew=S with 0 <= S <= 4 (e.g. mixed@skew=1.2)")
+            base = cls.parse(name, tokens_per_rank, decode_tokens)
+            return cls(base.points, f"{base.label}, routing skew {skew:g}", skew)
         decode = min(decode_tokens, tokens_per_rank)
         if name == "decode":
             return cls(((decode, 1.0),), label=f"decode {decode}")
@@ -129,6 +143,7 @@ def estimate_us(
     deployment: Deployment,
     tokens: int,
     calibrations: Sequence[Calibration] | None = None,
+    skew: float = 0.0,
 ) -> CostEstimate:
     """Expected microseconds for one layer call of ``tokens`` tokens per rank.
 
@@ -143,8 +158,13 @@ def estimate_us(
     """
     ep = deployment.parallel.ep
     active = expected_active_experts(group.num_experts, group.top_k, tokens, ep)
+    busy, skewed = float(tokens), ""
+    if skew > 0:  # the busiest rank sets the call's time: its active experts and its share of the pairs
+        active, mult = skewed_rank(group.num_experts, group.top_k, tokens, ep, skew)
+        busy = tokens * mult
+        skewed = f"; routing skew {skew:g}: busiest rank {mult:.2f}x the pairs, {active:.0f} active experts"
     x = features(
-        tokens,
+        busy,
         active,
         group.expert_weight_bytes(),
         group.top_k,
@@ -154,7 +174,7 @@ def estimate_us(
     )
     cals = _calibrations_for(spec, deployment, calibrations)
     same = next((c for c in cals if _same_shape(c, group)), None)
-    if same is not None and same.ep == ep:
+    if same is not None and same.ep == ep and not skew:
         kind = "measured" if same.measured else "published"
         basis = f"{kind} points, {same.device} EP{same.ep}, {same.library} ({same.source})"
         if same.origin:
@@ -175,12 +195,12 @@ def estimate_us(
         if local:
             where = "this shape" if same is not None else f"{len(local)} of the {len(fitted)} shapes"
             basis = f"{local[0].origin} ({where}), fit to EP{ep}: " + basis
-        return CostEstimate(us, basis, head.measured)
+        return CostEstimate(us, basis + skewed, head.measured)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s
     us = ROOFLINE_FIXED_US + x[2] / bw + x[3] / peak * 1e6
-    return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured)", False)
+    return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured){skewed}", False)
 
 
 def _sources(cals: Sequence[Calibration]) -> str:
@@ -201,7 +221,7 @@ def workload_cost(
     basis = ""
     measured = True
     for tokens, w in workload.points:
-        est = estimate_us(spec, group, deployment, tokens)
+        est = estimate_us(spec, group, deployment, tokens, skew=workload.skew)
         total += w * est.us
         weight += w
         basis = est.basis

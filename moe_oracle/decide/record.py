@@ -50,7 +50,12 @@ def _inputs(decision: Decision) -> dict[str, Any]:
         "override": None if decision.override is None else str(decision.override),
         "allow_fallback": decision.allow_fallback,
         "advisories": [a.model_dump(mode="json") for a in decision.question.advisories],
-        "workload": {"label": decision.workload.label, "points": [list(p) for p in decision.workload.points]},
+        "workload": {
+            "label": decision.workload.label,
+            "points": [list(p) for p in decision.workload.points],
+            # only when given: records (and their fingerprints) of balanced routing are unchanged
+            **({"skew": decision.workload.skew} if decision.workload.skew else {}),
+        },
         "conversion": {
             "enabled": decision.conversion.enabled,
             "allow_lossy": decision.conversion.allow_lossy,
@@ -351,8 +356,11 @@ def _workload(raw: Any, deployment: Deployment) -> Workload | None:
         raise _invalid("workload.label", label, f"a JSON {json_type(label)}, expected a string")
     if not isinstance(points, list) or not all(isinstance(p, list) and len(p) == 2 for p in points):
         raise _invalid("workload.points", points, "expected an array of [tokens, weight] pairs (like --workload)")
+    skew = raw.get("skew", 0.0)
+    if isinstance(skew, bool) or not isinstance(skew, (int, float)) or not 0.0 <= skew <= 4.0:
+        raise _invalid("workload.skew", skew, "expected a number in 0..4 (like --workload ...@skew=S)")
     try:
-        return Workload(check_workload_points(points, deployment.parallel.tokens_per_rank), label)
+        return Workload(check_workload_points(points, deployment.parallel.tokens_per_rank), label, float(skew))
     except ValueError as exc:
         raise _invalid("workload.points", points, str(exc)) from None
 
