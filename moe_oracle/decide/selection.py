@@ -225,19 +225,19 @@ def decide(
     question = Question.of(
         model, deployment, software, engine=engine, workload=workload, conversion=conversion, advisories=advisories
     )
-    # a calibration measured on this machine (moe-oracle tune) for this device and these builds costs the paths
-    with active_for(deployment.device.name, software):
-        if override is None:
-            # allow_fallback is recorded as given, so a record replays with the same inputs
-            return replace(decide_automatically(question, reg), allow_fallback=allow_fallback)
-        return decide_with_override(question, override, reg, allow_fallback=allow_fallback)
+    if override is None:
+        # allow_fallback is recorded as given, so a record replays with the same inputs
+        return replace(decide_automatically(question, reg), allow_fallback=allow_fallback)
+    return decide_with_override(question, override, reg, allow_fallback=allow_fallback)
 
 
 def decide_automatically(question: Question, registry: Registry | None = None) -> Decision:
     """The cheapest eligible candidate of every layer group (as stored or after a load-time conversion),
     kept only where it is not slower than a measured non-fused path; none where nothing fits."""
     specs = (registry or load_registry()).variants
-    groups = tuple(_choose(question, group, specs) for group in question.groups)
+    # a calibration measured on this machine (moe-oracle tune) for this device and these builds costs the paths
+    with active_for(question.deployment.device.name, question.software):
+        groups = tuple(_choose(question, group, specs) for group in question.groups)
     return Decision(question, None, False, groups)
 
 
