@@ -6,6 +6,7 @@ code (see :class:`moe_oracle.errors.ExitCode`); tracebacks only with ``MOE_ORACL
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from typing import ClassVar
@@ -128,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _wants_json(args: list[str]) -> bool:
     """``--json``, or ``--format json`` (``matrix``): stdout is then one JSON document, on failure too."""
-    pairs = zip(args, [*args[1:], ""], strict=True)
+    pairs = itertools.pairwise(args)  # (no pairs for a bare `moe-oracle`: it prints the help)
     return "--json" in args or "--format=json" in args or any(a == "--format" and b == "json" for a, b in pairs)
 
 
