@@ -64,7 +64,19 @@ def console(file: Any = None) -> Any:
                     return
             super().print(*objects, **kwargs)
 
-    stream = _NoTrailingSpaces(file if file is not None else sys.stdout)
+        def _render_buffer(self, buffer: Any) -> str:
+            """Text segments with control or bidi characters escaped (a model directory named with ESC must not
+            drive the terminal); rich's own styling is in the segments' styles and control segments, kept."""
+            from rich.segment import Segment
+
+            from moe_oracle.terminal_text import escape_for_terminal
+
+            safe = (s if s.control else Segment(escape_for_terminal(s.text), s.style, s.control) for s in buffer)
+            return str(super()._render_buffer(safe))
+
+    target = file if file is not None else sys.stdout
+    # streams.TerminalText escapes every ESC; rich's styling must reach the terminal, its text is escaped above
+    stream = _NoTrailingSpaces(getattr(target, "terminal_raw", target))
     # rich calls only write/flush/isatty/fileno on its file, which _NoTrailingSpaces has
     con = _Console(file=cast("IO[str]", stream), width=output_width(), highlight=False, soft_wrap=False)
     return con

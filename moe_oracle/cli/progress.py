@@ -41,6 +41,7 @@ def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = D
     if not tty:
         yield state
         return
+    write_control = getattr(out, "write_control", out.write)  # streams.TerminalText: not escaped
     done = threading.Event()
     shown = threading.Event()
     start = time.monotonic()
@@ -51,7 +52,8 @@ def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = D
         frame = 0
         while not done.is_set():
             try:
-                out.write(f"\r\x1b[K{FRAMES[frame % len(FRAMES)]} {state.label} ({time.monotonic() - start:.0f} s)")
+                write_control("\r\x1b[K")  # moe-oracle's own erase; the label (a model name) is escaped
+                out.write(f"{FRAMES[frame % len(FRAMES)]} {state.label} ({time.monotonic() - start:.0f} s)")
                 out.flush()
             except (OSError, ValueError):
                 return
@@ -68,7 +70,7 @@ def progress(label: str, stream: TextIO | Any | None = None, *, delay: float = D
         thread.join(timeout=1.0)
         if shown.is_set():
             try:
-                out.write("\r\x1b[K")
+                write_control("\r\x1b[K")
                 out.flush()
             except (OSError, ValueError):
                 pass

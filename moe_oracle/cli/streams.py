@@ -14,6 +14,7 @@ import contextlib
 import errno
 import os
 import sys
+from typing import Any
 
 #: System reasons a write to standard output fails with when its target is full, gone or read-only.
 OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO, errno.EBADF, errno.EROFS, errno.EPERM})
@@ -49,7 +50,43 @@ def prepare_streams() -> bool:
         if reconfigure is not None:
             with contextlib.suppress(ValueError, OSError):
                 reconfigure(errors="backslashreplace")
+    if _is_terminal(sys.stdout):
+        sys.stdout = TerminalText(sys.stdout)
+    if _is_terminal(sys.stderr):
+        sys.stderr = TerminalText(sys.stderr)
     return closed_out
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return not isinstance(stream, TerminalText) and bool(stream.isatty())
+    except (AttributeError, ValueError, OSError):
+        return False
+
+
+class TerminalText:
+    """A text stream on a terminal that writes control and bidirectional characters as escapes
+    (:func:`moe_oracle.terminal_text.escape_for_terminal`); :meth:`write_control` is for moe-oracle's own
+    sequences (the progress line's erase). Everything else is the wrapped stream's."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        from moe_oracle.terminal_text import escape_for_terminal
+
+        return self._inner.write(escape_for_terminal(text))
+
+    def write_control(self, text: str) -> int:
+        return self._inner.write(text)
+
+    @property
+    def terminal_raw(self) -> Any:
+        """The wrapped stream, for a writer that escapes its own text (the rich console)."""
+        return self._inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def is_output_failure(exc: BaseException) -> bool:

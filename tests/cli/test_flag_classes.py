@@ -6,7 +6,9 @@ tomorrow is covered without touching this file:
 * a flag where a value goes, for every value-taking option: exit 2, one line naming the option, and
   ``serve ... --dry-run`` never reaches the engine;
 * NaN and the infinities, in every spelling, for every float option: exit 2, one line;
-* every subcommand is an :class:`OracleCommand` and every float option a :class:`FiniteFloat`.
+* every subcommand is an :class:`OracleCommand` and every float option a :class:`FiniteFloat`;
+* control and bidi characters in a model path (ESC, BEL, CR, DEL, C1, U+202E, ...) never reach a terminal raw,
+  from ``model``, ``select``, ``plan`` and their errors.
 
 Everything goes through the real entry point (``main``) in this process; the refusals happen while the
 arguments are parsed, so each example costs microseconds. Derandomized, like every fuzz here.
@@ -18,12 +20,16 @@ import contextlib
 import importlib
 import io
 import json
+import re
+import shutil
+from pathlib import Path
 
 import click
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import moe_oracle.presets
 from moe_oracle.cli.app import LazyGroup, main
 from moe_oracle.cli.command import FiniteFloat, OracleCommand, looks_like_flag
 
@@ -154,3 +160,49 @@ def test_nonfinite_numbers_in_every_float_flag(data):
         assert json.loads(out)["exit_code"] == 2
     else:
         assert not out
+
+
+# --- control characters in every printed path -------------------------------------------------------------------
+
+
+class _Terminal(io.StringIO):
+    """A standard stream that says it is a terminal (what prepare_streams guards)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+_STYLE = re.compile(r"\x1b\[[0-9;]*m")  # rich's own colours on a terminal
+_UNSAFE_CHARS = "\x1b\x07\x08\r\x7f\x9b\u202e\u2066\u200f"
+PRINTING = [
+    ["model"],
+    ["select", "--device", "h200"],
+    ["plan", "--device", "h200", "--engine", "vllm"],
+    ["plan", "--device", "h200", "--engine", "sglang"],
+    ["select", "--device", "h200", "--json"],
+]
+
+
+@settings(max_examples=25, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    name=st.text(st.sampled_from("ab ;$'" + _UNSAFE_CHARS), min_size=1, max_size=8).filter(
+        lambda n: any(c in _UNSAFE_CHARS for c in n)
+    ),
+    command=st.sampled_from(PRINTING),
+    exists=st.booleans(),
+)
+def test_control_characters_in_a_path_never_reach_the_terminal_raw(tmp_path_factory, name, command, exists):
+    from moe_oracle.terminal_text import UNSAFE
+
+    root = tmp_path_factory.mktemp("ctl")
+    model = root / f"m{name}"
+    if exists:
+        model.mkdir()
+        config = Path(moe_oracle.presets.__file__).parent / "deepseek-ai--DeepSeek-V4-Flash" / "config.json"
+        shutil.copy(config, model / "config.json")
+    out, err = _Terminal(), _Terminal()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main([command[0], str(model), *command[1:]])
+    assert code in (0, 2, 7), (code, err.getvalue()[-400:])
+    for shown in (out.getvalue(), err.getvalue()):
+        assert not UNSAFE.search(_STYLE.sub("", shown)), repr(shown[:300])
