@@ -7,10 +7,11 @@ from typing import Any
 
 import click
 
+from moe_oracle.cli.command import FiniteFloat, command
 from moe_oracle.errors import BadInputError, excerpt
 
 
-@click.command("tune")
+@command("tune")
 @click.argument("model")
 @click.option(
     "--device",
@@ -28,7 +29,7 @@ from moe_oracle.errors import BadInputError, excerpt
 @click.option("--software", default=None, help="Software profile the paths are judged under [installed].")
 @click.option(
     "--skew",
-    type=click.FloatRange(min=0.0, max=4.0),
+    type=FiniteFloat(min=0.0, max=4.0),
     default=0.0,
     show_default=True,
     help="Routing skew S: router logits offset by -S ln(rank) over a random expert ranking, a Zipf-like load "
