@@ -391,11 +391,14 @@ def _forward(
         # what SGLang's CUDA TopK hands the experts for the resolved runner (forward_cuda: a BypassedTopKOutput under
         # the TRT-LLM runners, topk.py:793-807, 927-936; it runs no kernel there): the layer materializes it with
         # to_standard(), here SGLang's torch-native selection (the config is marked native by the CPU forward above)
-        cuda_topk = block.topk.forward_cuda(x, logits)
-        try:
-            y_cuda, cuda_error = block.experts(x.clone(), cuda_topk), None
-        except Exception as exc:  # reported (a layer that cannot take the format), not a crash of the role
-            y_cuda, cuda_error = None, f"{type(exc).__name__}: {exc}"
+        # (only for a bypassed format: a standard one runs SGLang's CUDA top-k kernel, which this CPU lacks)
+        cuda_topk, y_cuda, cuda_error = None, None, None
+        if getattr(block.topk.topk_config.output_format, "name", None) == "BYPASSED":
+            cuda_topk = block.topk.forward_cuda(x, logits)
+            try:
+                y_cuda = block.experts(x.clone(), cuda_topk)
+            except Exception as exc:  # reported (a layer that cannot take the format), not a crash of the role
+                cuda_error = f"{type(exc).__name__}: {exc}"
     bias = getattr(block.gate, "e_score_correction_bias", None)
     ids, weights = topk.topk_ids.long(), topk.topk_weights
     own_ids, own_weights = route(group, logits.float(), bias=None if bias is None else bias.data)
@@ -412,7 +415,7 @@ def _forward(
         "tokens_routed_differently": int((ids.sort(-1).values != own_ids.sort(-1).values).any(-1).sum()),
         "logits_dtype": str(logits.dtype),
         "calc_diff": calc_diff(routed, ref),
-        "cuda_topk_output": type(cuda_topk).__name__,
+        "cuda_topk_output": None if cuda_topk is None else type(cuda_topk).__name__,
         # the experts' output; the whole block multiplies it by the factor on a CPU (``scale`` above)
         "calc_diff_cuda_topk": None
         if y_cuda is None

@@ -304,8 +304,31 @@ def _check_paths(plan: LaunchPlan, view: object) -> None:
         assert getattr(view, "quantization", None) == argv[argv.index("--quantization") + 1]
         COUNTS["online NVFP4 (--quantization modelopt_fp4) kept by SGLang"] += 1
     if "--moe-runner-backend" in argv:
-        assert getattr(view, "moe_runner_backend", None) == "marlin"
-        _check_nvfp4_runner(plan)
+        runner = argv[argv.index("--moe-runner-backend") + 1]
+        assert getattr(view, "moe_runner_backend", None) == runner
+        if runner == "marlin":
+            _check_nvfp4_runner(plan)
+        else:
+            _check_runner_pin(plan, argv, runner)
+
+
+def _check_runner_pin(plan: LaunchPlan, argv: list[str], runner: str) -> None:
+    """A plug-in plan's ``--moe-runner-backend triton`` (issue #29 D1): SGLang keeps it (checked above), and without it
+    SGLang's own SM100 resolution picks the runner moe-oracle's declaration says (``engines/sglang/runner.py``):
+    the pin is needed exactly where the plan sets it."""
+    from sglang.srt.arg_groups.overrides import resolving_view
+    from sglang.srt.server_args import prepare_server_args
+
+    from moe_oracle.engines.sglang.runner import PINNED_RUNNER, sm100_override
+
+    assert runner == PINNED_RUNNER and "SGLANG_PLUGINS" in dict(plan.commands[0].env), argv
+    i = argv.index("--moe-runner-backend")
+    unpinned = prepare_server_args(argv[:i] + argv[i + 2 :])
+    _resolve(unpinned)
+    resolved = resolving_view(unpinned).moe_runner_backend
+    override = sm100_override(plan.architecture, tuple(g.group.weight_format for g in plan.decision_obj.groups))
+    assert override is not None and resolved == override.runner, (plan.architecture, resolved)
+    COUNTS[f"plug-in plans pinned to {runner}: SGLang keeps it, and resolves {resolved} without the pin"] += 1
 
 
 def _check_nvfp4_runner(plan: LaunchPlan) -> None:
