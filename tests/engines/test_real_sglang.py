@@ -322,8 +322,9 @@ def _check_runner_pin(plan: LaunchPlan, argv: list[str], runner: str) -> None:
     from moe_oracle.engines.sglang.runner import PINNED_RUNNER, sm100_override
 
     assert runner == PINNED_RUNNER and "SGLANG_PLUGINS" in dict(plan.commands[0].env), argv
-    i = argv.index("--moe-runner-backend")
-    unpinned = prepare_server_args(argv[:i] + argv[i + 2 :])
+    parsed = _argv(plan, tuple(argv))  # called under the plan's platform override (test_plan_passes_sglang)
+    i = parsed.index("--moe-runner-backend")
+    unpinned = prepare_server_args(parsed[:i] + parsed[i + 2 :])
     _resolve(unpinned)
     resolved = resolving_view(unpinned).moe_runner_backend
     override = sm100_override(plan.architecture, tuple(g.group.weight_format for g in plan.decision_obj.groups))
