@@ -233,8 +233,13 @@ class Matrix:
         raise KeyError((scenario_id, key))
 
     def to_json(self) -> dict[str, Any]:
+        from moe_oracle.report.advisory_refs import compact
         from moe_oracle.version import __version__
 
+        advisories = {adv.id: adv for sc in self.scenarios for adv in sc.spec.question.advisories}
+        return compact(self._to_json(__version__), advisories.values())
+
+    def _to_json(self, __version__: str) -> dict[str, Any]:
         return {
             "schema": MATRIX_SCHEMA,
             "oracle_version": __version__,

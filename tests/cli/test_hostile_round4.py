@@ -404,3 +404,24 @@ def test_replay_still_refuses_a_device_no_catalogue_had(tmp_path):
     path = _record_file(tmp_path, lambda i: i["deployment"]["device"].update(memory_gib=140.5))
     code, _, err = run("select", "--replay", path)
     assert code == 2 and "memory_gib 140.5 (the catalogue's: 139.8)" in one_line(err)
+
+
+def test_matrix_json_lists_each_advisory_once(tmp_path):
+    from moe_oracle.decide.advisories import MAX_ADVISORIES, MAX_TEXT
+
+    title = "t" * MAX_TEXT
+    advisories = [
+        {"id": f"SITE-{i}", "title": title, "link": "https://example.org", "backend": "deep_gemm_mega_moe"}
+        for i in range(MAX_ADVISORIES)
+    ]
+    path = tmp_path / "advisories.json"
+    path.write_text(json.dumps({"schema": 1, "advisories": advisories}))
+    args = ["matrix", "--models", FLASH, "--devices", "h200", "--topologies", "dp8ep8", "--format", "json"]
+    code, out, err = run(*args, "--advisories", str(path))
+    assert code == 0, err
+    doc = json.loads(out)
+    assert sorted(doc["advisories"]) == sorted(a["id"] for a in advisories)
+    assert out.count(title) == MAX_ADVISORIES  # each title once, in the top-level list
+    refs = [r for c in doc["cells"] for r in c["reasons"] if r["code"] == "KNOWN_BAD"]
+    assert refs and all(r["advisory"] in doc["advisories"] for r in refs)
+    assert len(out) < 3 * path.stat().st_size
