@@ -169,6 +169,59 @@ def derive_deepgemm(
     return out
 
 
+#: The declared builds (``_deep_gemm_builds``) whose buffers these formulas size exactly; any other build (or a
+#: profile standing for several) is sized with DeepGEMM PR #323's layout, the one measured on the H200.
+SGL_BUILD = "sgl-deep-gemm-0.2.3.post2"
+VLLM_VENDORED = "vllm-deepgemm-2.8.1"
+
+
+def derive_deepgemm_for_build(
+    *,
+    build: str | None,
+    arch: str,
+    shape: Shape,
+    ranks: int,
+    tokens_per_rank: int,
+    tokens_origin: str,
+    fuse_shared: bool = False,
+    mma_type: str = "fp8xfp4",
+    env: dict[str, str] | None = None,
+) -> list[Derived]:
+    """The buffer quantities of the one DeepGEMM build the engine loads (``build``: a declared build name).
+
+    ``arch``: ``sm90`` or ``sm100``. sgl-deep-gemm 0.2.3.post2 is sized with its own layout (1920-token
+    alignment on both architectures), vLLM's vendored 2.8.1 with its SM100 layout, everything else with PR #323's
+    (384-token alignment). ``fuse_shared``: the shared expert runs inside the kernel (one extra combine slot).
+    """
+    if build == SGL_BUILD:
+        return derive_sglang_deepgemm(
+            arch=arch,
+            shape=shape,
+            ranks=ranks,
+            tokens_per_rank=tokens_per_rank,
+            tokens_origin=tokens_origin,
+            mma_type=mma_type,
+            num_shared_experts=shape.shared_experts if fuse_shared else 0,
+        )
+    flavour = "vllm-sm100" if build == VLLM_VENDORED and arch == "sm100" else arch
+    return derive_deepgemm(
+        flavour=flavour,
+        shape=shape,
+        ranks=ranks,
+        tokens_per_rank=tokens_per_rank,
+        tokens_origin=tokens_origin,
+        fuse_shared=fuse_shared,
+        env=env,
+    )
+
+
+def build_token_alignment(build: str | None) -> int:
+    """The token alignment (``get_token_alignment_for_mega_moe``) of the declared build ``build``."""
+    if build == SGL_BUILD:
+        return SGL_0232.lcm_block_m
+    return (VLLM_281 if build == VLLM_VENDORED else PR323).lcm_block_m
+
+
 def token_alignment(flavour: str) -> int:
     """``get_token_alignment_for_mega_moe`` of the build ``flavour`` names (as :func:`derive_deepgemm`)."""
     if flavour.startswith("sgl"):
@@ -181,4 +234,6 @@ SIZING: dict[str, Callable[..., Any]] = {
     "derive_deepgemm": derive_deepgemm,
     "deepgemm_token_alignment": token_alignment,
     "derive_sglang_deepgemm": derive_sglang_deepgemm,
+    "derive_deepgemm_for_build": derive_deepgemm_for_build,
+    "deepgemm_build_alignment": build_token_alignment,
 }

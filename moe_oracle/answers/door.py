@@ -216,8 +216,15 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
     with that decision's fingerprint, so both commands name both answers."""
     from moe_oracle.answers.replicas import replica_choice
     from moe_oracle.fit.server import Layout
+    from moe_oracle.fit.settle import FitQuestion, fit
 
-    choice = replica_choice(resolved.deployment, decision, lambda dep: decide_resolved(resolved, dep))
+    asked = resolved.asked
+    choice = replica_choice(
+        resolved.deployment,
+        decision,
+        lambda dep: decide_resolved(resolved, dep),
+        lambda d: fit(FitQuestion(d, asked.model.model, asked.given_settings(), dict(asked.options.env)))[0],
+    )
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
         return None
     layout = Layout.of(choice.deployment)

@@ -14,44 +14,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from moe_oracle.decide.replicas import replica_deployment
 from moe_oracle.decide.selection import Decision
 from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.rules import ReasonCode
-from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
+from moe_oracle.spec.deployment import Deployment
 
-
-def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
-    """One domain-sized replica of ``dep`` and how many of them cover its ranks, or why not."""
-    par, topo = dep.parallel, dep.topology
-    domain = topo.effective_domain
-    group = par.tp * par.dp
-    if par.ep != group:
-        return f"ep={par.ep} is not tp*dp={group} (replicas are planned for pure expert parallelism)"
-    if par.pp != 1:
-        return "pipeline parallelism is on (each replica would need its own pipeline)"
-    if domain < topo.gpus_per_node:
-        return f"the {domain}-GPU domain is smaller than a {topo.gpus_per_node}-GPU node"
-    if domain % par.tp or group % domain:
-        return f"tp={par.tp} and tp*dp={group} do not split into {domain}-GPU domains"
-    dp_r = domain // par.tp
-    count = group // domain
-    nodes_r = -(-domain // topo.gpus_per_node)
-    replica = Deployment(
-        device=dep.device,
-        topology=Topology(gpus_per_node=topo.gpus_per_node, nodes=nodes_r, domain_size=topo.domain_size),
-        parallel=Parallelism(
-            tp=par.tp,
-            dp=dp_r,
-            ep=par.tp * dp_r,
-            pp=1,
-            max_num_batched_tokens=par.max_num_batched_tokens,
-            all2all_backend=par.all2all_backend,
-            eplb=par.eplb,
-        ),
-        env=dict(dep.env),
-        speculative=dep.speculative,
-    )
-    return replica, count
+__all__ = ["ReplicaChoice", "global_choice", "replica_choice", "replica_deployment"]
 
 
 def global_choice(decision: Decision) -> tuple[str | None, str | None, str | None]:
@@ -90,11 +59,16 @@ class ReplicaChoice:
 
 
 def replica_choice(
-    deployment: Deployment, decision: Decision | None, decide_on: Callable[[Deployment], Decision]
+    deployment: Deployment,
+    decision: Decision | None,
+    decide_on: Callable[[Deployment], Decision],
+    fits: Callable[[Decision], Any] | None = None,
 ) -> ReplicaChoice | None:
     """The replica step of a question on ``deployment`` (None when its EP stays inside one domain), with
     ``decide_on`` deciding the same question on another deployment: ``plan`` serves the adopted replicas, and
-    ``select`` names them next to its answer for the layout as given."""
+    ``select`` names them next to its answer for the layout as given. ``fits``: the memory fit of one replica's
+    server (a :class:`~moe_oracle.decide.fit.Fit`); replicas that do not fit are not adopted (the requested layout,
+    on the engine's own path, is then what ``plan`` serves and ``select`` answers for)."""
     if deployment.parallel.ep <= deployment.topology.effective_domain:
         return None
     rep = replica_deployment(deployment)
@@ -109,6 +83,15 @@ def replica_choice(
     current = global_choice(decision)[0] if decision is not None else None
     adopted = rep_backend is not None and current is None
     why_not = "" if adopted else rep_why or "the requested layout already runs a fused backend"
+    if adopted and decision is not None and fits is not None:
+        verdict = fits(rep_decision)
+        if not verdict.fits:
+            par = rep_dep.parallel
+            adopted = False
+            why_not = (
+                f"{count} replicas of DP{par.dp}+EP{par.ep} would run {rep_backend} but do not fit: "
+                f"{verdict.reasons[0].message}"
+            )
     return ReplicaChoice(rep_dep, count, rep_decision, adopted, why_not)
 
 

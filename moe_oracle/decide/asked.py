@@ -17,9 +17,12 @@ from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory, AdvisorySet, load_advisories
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions, Question
-from moe_oracle.decide.selection import Decision, Override
+from moe_oracle.decide.replicas import replica_deployment
+from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
+from moe_oracle.decide.software_need import choose_default
 from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
 from moe_oracle.model.types import ModelDescription
+from moe_oracle.releases.defaults import default_software
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
@@ -85,7 +88,7 @@ class AskedQuestion:
         check_all2all(self.engine, self.flags.all2all_backend)
         check_step_batch(self.engine, deployment, opts.max_num_seqs, opts.decode_tokens, budget_given=opts.budget_given)
         software, origin = resolve_engine_software(self.software, self.flags.device, self.engine.value)
-        return ResolvedQuestion(
+        resolved = ResolvedQuestion(
             asked=self,
             deployment=deployment,
             software=software,
@@ -94,6 +97,16 @@ class AskedQuestion:
             override=Override.parse(opts.override) if opts.override else None,
             workload=parse_workload(opts.workload, deployment.parallel.tokens_per_rank, opts.decode_tokens),
         )
+        options = default_software(self.engine, deployment.device.arch.value)
+        if self.software is not None or not origin.startswith("default for --engine") or len(options) < 2:
+            return resolved
+        chosen, why = choose_default(
+            options,
+            lambda profile: replace(resolved, software=profile).served_decision(),
+            self.engine.value,
+            f"{deployment.device.name} ({deployment.device.arch.value})",
+        )
+        return replace(resolved, software=chosen, software_origin=why)
 
 
 def check_ep_experts(model: ModelDescription, deployment: Deployment) -> None:
@@ -151,6 +164,23 @@ class ResolvedQuestion:
             conversion=asked.options.conversion,
             advisories=self.advisories,
         )
+
+    def served_decision(self) -> Decision:
+        """The decision a plan serves: this question's, or, where its EP group crosses a domain and it runs no fused
+        backend, one domain-sized replica's (as the plan adopts it)."""
+        decision = self._decide()
+        dep = self.deployment
+        if dep.parallel.ep <= dep.topology.effective_domain or any(g.chosen for g in decision.groups):
+            return decision
+        rep = replica_deployment(dep)
+        return decision if isinstance(rep, str) else self._decide(rep[0])
+
+    def _decide(self, deployment: Deployment | None = None) -> Decision:
+        """The decision as the door makes it (:func:`moe_oracle.answers.door.decide`), for the software choice."""
+        question = self.question(deployment)
+        if self.override is None:
+            return decide_automatically(question)
+        return decide_with_override(question, self.override, allow_fallback=self.asked.options.allow_fallback)
 
     def record(self, decision: Decision) -> dict[str, Any]:
         """The decision record (``select --json``) of ``decision``, with this question's advisories and origin."""

@@ -9,19 +9,20 @@ requested expert-parallel group crosses an NVLink/XGMI domain, the replica step
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from moe_oracle.answers.door import decide_resolved
 from moe_oracle.answers.replicas import global_choice, replica_choice
-from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions
+from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.fit.engines import engine_module
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext
-from moe_oracle.fit.settle import context_fit, served_name, settled_budget
+from moe_oracle.fit.settle import FitQuestion, context_fit, fit, served_name, settled_budget
 from moe_oracle.inputs import (
     DeploymentFlags,
     deployment_warnings,
@@ -178,6 +179,13 @@ def _domain_reasons(decision: Decision) -> list[str]:
     return lines or other
 
 
+def _replica_fits(req: PlanRequest, resolved: ResolvedQuestion) -> Callable[[Decision], Any]:
+    """The memory fit of one replica's server for :func:`replica_choice` (as ``select`` measures it)."""
+    asked = resolved.asked
+    model_arg = req.model or asked.model.model
+    return lambda d: fit(FitQuestion(d, model_arg, asked.given_settings(), dict(asked.options.env)))[0]
+
+
 def build_plan(req: PlanRequest) -> LaunchPlan:
     """The launch plan of ``req``: the decision ``select`` makes for the same question (one resolution, one
     :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit."""
@@ -201,7 +209,9 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
 
     replica_plan: ReplicaPlan | None = None
     active, active_dep, replicas = decision, deployment, 1
-    choice = replica_choice(deployment, decision, lambda dep: decide_resolved(resolved, dep))
+    choice = replica_choice(
+        deployment, decision, lambda dep: decide_resolved(resolved, dep), _replica_fits(req, resolved)
+    )
     if choice is not None:
         requested_layout = Layout.of(deployment)
         refused_reasons = _domain_reasons(decision) if decision is not None else [refused.message] if refused else []

@@ -72,13 +72,30 @@ def profile_all() -> SoftwareProfile:
 
 
 def with_plugin(
-    base: SoftwareProfile, name: str, description: str, deep_gemm: LibraryBuild, engine: str
+    base: SoftwareProfile, name: str, description: str, engine: str, deep_gemm: LibraryBuild | None = None
 ) -> SoftwareProfile:
-    """``base`` with moe-oracle's plug-in for ``engine`` and the DeepGEMM build its runtime uses."""
+    """``base`` with moe-oracle's plug-in for ``engine``; with ``deep_gemm``, that build replaces the release's.
+
+    An engine imports one ``deep_gemm`` module (vLLM: a site-packages one before its vendored copy; SGLang: the
+    module its sgl-deep-gemm installs), so a profile lists exactly one build of it: the one the engine loads.
+    """
     libraries = dict(base.libraries)
-    libraries["deep_gemm"] = deep_gemm
+    if deep_gemm is not None:
+        libraries["deep_gemm"] = deep_gemm
     libraries["moe_oracle"] = LibraryBuild(name="moe_oracle", dist=f"moe-oracle ({engine} plug-in)", version=None)
     return SoftwareProfile(name=name, description=description, libraries=libraries)
+
+
+def build_entry(build: BuildSpec, dist: str, note: str, *, version: str | None = None) -> LibraryBuild:
+    """The library entry of a profile in which ``build`` is the one build of its library the engine loads."""
+    return LibraryBuild(
+        name=build.library,
+        dist=dist,
+        version=version,
+        symbols=build.symbols,
+        builds=frozenset({build.name}),
+        note=note,
+    )
 
 
 def profile_none() -> SoftwareProfile:

@@ -65,6 +65,12 @@ class SoftwareProfile(BaseModel):
         lib = self.library(library)
         return lib.version if lib else None
 
+    def only_build(self, library: str) -> str | None:
+        """The name of the one declared build ``library`` stands for here (the build an engine loads: it imports
+        one module of that name); None when the library is absent or stands for none or several (``all``)."""
+        lib = self.library(library)
+        return next(iter(lib.builds)) if lib is not None and len(lib.builds) == 1 else None
+
 
 class LibrarySpec(BaseModel):
     """What a backend package declares about a kernel library it calls, so the probe and the named

@@ -190,10 +190,11 @@ def test_sglang_dsv4_h200_megamoe_through_sglang_fp4_dequant() -> None:
 
 
 def test_sglang_nvfp4_b200_runs_deepgemm_nvfp4() -> None:
-    # SGLang's own release (sgl-deep-gemm 0.2.3.post2 has nvfp4_mega_moe); PR #323's front end, in the default
-    # profile sglang-0.5.23+moe-oracle, has not
+    # SGLang's own release (sgl-deep-gemm 0.2.3.post2 has nvfp4_mega_moe) is the default profile's DeepGEMM on B200
+    # (issue 29 D3: PR #323's front end, which lacks it, is installed only for an SM90 FP4 kernel)
     default = plan("nvidia/DeepSeek-V4-Flash-NVFP4", "sglang", device="b200", dp=8, ep=8)
-    assert (default.backend, default.variant) == ("flashinfer_megamoe", "sm100_nvfp4xnvfp4")
+    assert (default.backend, default.variant) == ("deep_gemm_mega_moe", "sm100_nvfp4")
+    assert default.software == "sglang-0.5.23+moe-oracle"
     p = plan("nvidia/DeepSeek-V4-Flash-NVFP4", "sglang", "sglang-0.5.23", device="b200", dp=8, ep=8, speculative="mtp")
     # the NVFP4 layers take nvfp4xnvfp4, the checkpoint's MXFP4 MTP layer (built with --speculative mtp) fp8xfp4
     assert p.backend == "deep_gemm_mega_moe" and "sm100_nvfp4" in (p.variant or "").split(",")
@@ -402,10 +403,11 @@ def test_sglang_nvfp4_on_h200_takes_the_marlin_runner() -> None:
         p = plan(model, "sglang", device="h200", dp=8, ep=8)
         assert flag(list(p.commands[0].argv), "--moe-runner-backend") == "marlin"
         assert any("modelopt_quant.py:2377-2386" in n for n in p.notes)
-    # on B200 the NVFP4 checkpoint runs flashinfer_megamoe, whose runner SGLang asserts (moe_hook.py:326-333)
-    assert flag(
-        list(plan("nvidia/GLM-5.1-NVFP4", "sglang", device="b200", dp=8, ep=8).argv), "--moe-runner-backend"
-    ) == ("flashinfer_megamoe")
+    # on B200 the default profile is SGLang's own sgl-deep-gemm, whose nvfp4_mega_moe runs the NVFP4 checkpoint
+    # (megamoe, no Marlin runner)
+    b200 = plan("nvidia/GLM-5.1-NVFP4", "sglang", device="b200", dp=8, ep=8)
+    assert (b200.backend, b200.variant) == ("deep_gemm_mega_moe", "sm100_nvfp4")
+    assert flag(list(b200.argv), "--moe-runner-backend") != "marlin"
     assert "--moe-runner-backend" not in plan("zai-org/GLM-5-FP8", "sglang", device="h200", dp=8, ep=8).argv
 
 

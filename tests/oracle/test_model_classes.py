@@ -158,9 +158,10 @@ def test_sglang_plugin_route_needs_the_plugin_installed() -> None:
 
 
 def test_dsv4_pro_on_8xh200_runs_sm90_fp8xfp4_through_the_sglang_plugin() -> None:
-    """The issue's case: SGLang alone dequantizes MXFP4 to FP8 (double the expert bytes); the plug-in keeps MXFP4."""
+    """The issue's case: SGLang alone dequantizes MXFP4 to FP8 (double the expert bytes); the plug-in keeps MXFP4,
+    with the PR #323 build in place of sgl-deep-gemm (the profile the default takes for it, issue 29 D3)."""
     from moe_oracle.engines.routes import group_routes
 
-    d = run("deepseek-ai/DeepSeek-V4-Pro", "h200", dp=8, ep=8, engine="sglang", software=PLUGIN)
+    d = run("deepseek-ai/DeepSeek-V4-Pro", "h200", dp=8, ep=8, engine="sglang", software=PLUGIN + "+pr323")
     assert chosen(d) == "deep_gemm_mega_moe:sm90_fp8xfp4"
     assert {r.route for r in group_routes(d) if r.key} == {"moe-oracle"}

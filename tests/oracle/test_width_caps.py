@@ -24,7 +24,10 @@ CAPPED = (
     "sgl-deep-gemm-0.2.5",
     "sgl-deep-gemm-0.2.3.post2",
     "sglang-0.5.23",
-    "vllm-0.33.0+moe-oracle",
+    "sglang-0.5.23+moe-oracle",
+    "sglang-0.5.23+moe-oracle+pr323",
+    "vllm-0.33.0+moe-oracle+sgl-deep-gemm",
+    "vllm-0.33.0+moe-oracle+pr323",
 )
 UNCAPPED = ("deepgemm-nv_dev", "deepgemm-pr440", "deepgemm-pr411", "all")
 

@@ -26,7 +26,6 @@ from moe_oracle.fit.resources import (
     aiter_capacities,
     choose_mori_heap,
     derive_aiter_mtpr,
-    derive_deepgemm,
     derive_mori_heap,
     formula,
 )
@@ -49,6 +48,20 @@ OTHER_BUILDS = (
     "64/128); re-plan if SGLang runs with another build"
 )
 _FALSE = ("0", "false", "no", "off")
+#: The declared DeepGEMM builds a SGLang profile may load (``backends/_deep_gemm_builds.py``).
+SGL_BUILD = "sgl-deep-gemm-0.2.3.post2"
+PR323_BUILD = "deepgemm-pr323"
+PR323_INSTALL = (
+    "Install a DeepGEMM build with the SM90 FP8xFP4 mega kernel (_C.fp8_fp4_mega_moe_sm90, DeepGEMM PR #323, "
+    "8ddf7f96, unreleased: https://github.com/deepseek-ai/DeepGEMM/pull/323) into SGLang's environment, built the way "
+    "PR #323's build_sgl_deep_gemm.sh builds it: the deep_gemm module with sgl_deep_gemm/__init__.py as its front "
+    "end, in place of sgl-deep-gemm 0.2.3.post2 (which has no SM90 FP4 kernel; SGLang loads one deep_gemm module). "
+    "Checked against that front end: every dense and attention kernel SGLang calls exists (fp8_gemm_nt, "
+    "m_grouped_fp8_gemm_nt_contiguous, fp8_m_grouped_gemm_nt_masked, the BF16 GEMMs, fp8_einsum, the MQA logits "
+    "kernels, transform_sf_into_required_layout, deep_gemm.utils.layout), and so do fp8_mega_moe and "
+    "mega_moe_pre_dispatch_sm90 (SGLang's own SM90 FP8 megamoe, layers/moe/mega_moe_sm90.py:29-38); it lacks "
+    "nvfp4_mega_moe (SGLang's SM100 NVFP4 megamoe) and get_block_m_for_mega_moe (docs/engines.md lists every symbol)."
+)
 
 
 def check_layout(dep: Deployment) -> None:
@@ -121,12 +134,15 @@ def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], 
     sm100 = dep.device.arch.value != "sm90"
     buffers = _buffers(ctx)
     nvfp4 = any(mma == "nvfp4xnvfp4" for _, mma in buffers)
+    build = ctx.decision.software.only_build("deep_gemm") or SGL_BUILD
+    title = DG_BUILD if build == SGL_BUILD else build
+    alignment = formula("deepgemm_build_alignment")(build)
     cap = B.derive_sglang_token_cap(
         chunked_prefill_size=chunk,
         tp_size=tp_size,
         attn_dp_size=par.dp,
-        alignment=formula("deepgemm_token_alignment")("sgl-0.2.3.post2"),
-        build=DG_BUILD,
+        alignment=alignment,
+        build=title,
         architecture=ctx.description.architecture,
         nvfp4_experts=nvfp4,
     )
@@ -136,21 +152,22 @@ def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], 
     for shape, mma_type in buffers:
         shared = shape.shared_experts if _fuses_shared(ctx, shape, sm100, mma_type) else 0
         fused = fused or shared > 0
-        derived += formula("derive_sglang_deepgemm")(
+        derived += formula("derive_deepgemm_for_build")(
+            build=build,
             arch="sm100" if sm100 else "sm90",
             shape=shape,
             ranks=par.ep,
             tokens_per_rank=cap.value,
             tokens_origin=B.CAP_ENV,
             mma_type=mma_type,
-            num_shared_experts=shared,
+            fuse_shared=shared > 0,
         )
     per_rank = B.prefill_tokens_per_rank(chunk, par.dp)
     checked = B.startup_check_tokens(chunk, tp_size, par.dp)
     notes.append(
         f"--chunked-prefill-size {chunk} = {par.max_num_batched_tokens} tokens per attention-DP rank x {par.dp}: "
         f"SGLang divides it by --attn-dp-size (parallel_hook.py:331), so each rank prefills {per_rank} tokens "
-        f"per chunk, and {B.CAP_ENV}={cap.value} covers that (rounded up to {DG_BUILD}'s 1920-token alignment)."
+        f"per chunk, and {B.CAP_ENV}={cap.value} covers that (rounded up to {title}'s {alignment}-token alignment)."
     )
     if B.needs_token_budget(ctx.description.architecture, nvfp4):
         notes.append(
@@ -164,8 +181,13 @@ def _deep_gemm(ctx: PlanContext, chunk: int, tp_size: int, env: dict[str, str], 
             "so SGLang does not check the cap at start; a step with more tokens per rank than the cap silently runs "
             "SGLang's fused MoE instead of megamoe (mega_moe.py:172-193)."
         )
-    notes.append(f"Buffer sizes are {DG_BUILD}'s, the build SGLang {release.VERSION} pins; {OTHER_BUILDS}.")
-    if sm100:
+    if build == SGL_BUILD:
+        notes.append(f"Buffer sizes are {DG_BUILD}'s, the build SGLang {release.VERSION} pins; {OTHER_BUILDS}.")
+    else:
+        notes.append(f"Buffer sizes are {title}'s, the DeepGEMM build this profile installs in place of {DG_BUILD}.")
+    if build == PR323_BUILD:
+        notes.append(PR323_INSTALL)
+    if sm100 and build == SGL_BUILD:
         notes.append(
             f"Unverified: the SM100 ring and buffer bytes; {DG_BUILD} chooses the ring in compiled host code that "
             "needs a GPU (its SM90 sizes match the wheel's _C on a CPU), so they follow the 8ddf7f96 rule with this "
@@ -286,10 +308,12 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
         notes.append(f"SGLang's own MoE serves layer group(s) {', '.join(others)} (pinned 'sglang').")
     notes.extend(_mixed_note(ctx, runtime))
     sm90 = ctx.deployment.device.arch.value == "sm90"
+    build = ctx.decision.software.only_build("deep_gemm")
     derived: list[Derived] = []
     for shape in distinct_shapes(ctx.decision):
-        derived += derive_deepgemm(
-            flavour="sm90" if sm90 else "sm100",
+        derived += formula("derive_deepgemm_for_build")(
+            build=build,
+            arch="sm90" if sm90 else "sm100",
             shape=shape,
             ranks=par.ep,
             tokens_per_rank=B.prefill_tokens_per_rank(
@@ -300,18 +324,8 @@ def _plugin(ctx: PlanContext, runtime: list[GroupRoute], env: dict[str, str], no
             "--mem-fraction-static)",
             env=ctx.user_env,
         )
-    if sm90:
-        notes.append(
-            "Install a DeepGEMM build with the SM90 FP8xFP4 mega kernel (_C.fp8_fp4_mega_moe_sm90, DeepGEMM PR #323, "
-            "8ddf7f96) into SGLang's environment, built the way PR #323's build_sgl_deep_gemm.sh builds it: the "
-            "deep_gemm module with sgl_deep_gemm/__init__.py as its front end, in place of sgl-deep-gemm 0.2.3.post2 "
-            "(which has no SM90 FP4 kernel). Checked against that front end: every dense and attention kernel SGLang "
-            "calls exists (fp8_gemm_nt, m_grouped_fp8_gemm_nt_contiguous, fp8_m_grouped_gemm_nt_masked, the BF16 "
-            "GEMMs, fp8_einsum, the MQA logits kernels, transform_sf_into_required_layout, deep_gemm.utils.layout), "
-            "and so do fp8_mega_moe and mega_moe_pre_dispatch_sm90 (SGLang's own SM90 FP8 megamoe, "
-            "layers/moe/mega_moe_sm90.py:29-38, which this plan does not use); it lacks nvfp4_mega_moe (SGLang's "
-            "SM100 NVFP4 megamoe) and get_block_m_for_mega_moe (docs/engines.md lists every symbol)."
-        )
+    if build == PR323_BUILD:
+        notes.append(PR323_INSTALL)
     return derived
 
 

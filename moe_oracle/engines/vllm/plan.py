@@ -22,8 +22,8 @@ from moe_oracle.fit.resources import (
     aiter_capacities,
     choose_mori_heap,
     derive_aiter_mtpr,
-    derive_deepgemm,
     derive_mori_heap,
+    formula,
 )
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext, distinct_shapes, per_rank_total
 from moe_oracle.fit.speculative import speculative_argv, speculative_notes
@@ -115,9 +115,11 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
     if others:
         notes.append(f"vLLM's own MoE serves layer group(s) {', '.join(others)} (no fused backend fits them).")
     sm90 = ctx.deployment.device.arch.value == "sm90"
+    build = ctx.decision.software.only_build("deep_gemm")
     for shape in shapes:
-        derived += derive_deepgemm(
-            flavour="sm90" if sm90 else "sm100",
+        derived += formula("derive_deepgemm_for_build")(
+            build=build,
+            arch="sm90" if sm90 else "sm100",
             shape=shape,
             ranks=par.ep,
             tokens_per_rank=par.max_num_batched_tokens,
@@ -125,19 +127,42 @@ def _plugin_args(ctx: PlanContext, runtime: list, derived: list[Derived], notes:
             "(before vLLM profiles memory for the KV cache)",
             env=ctx.user_env,
         )
-    needs = _unreleased_builds(ctx, runtime)
-    if sm90 and needs:
-        notes.append(
-            f"This plan {needs}. Build it from that source with its submodules (a pull request: git fetch origin "
-            "pull/<number>/head) and pip install it into vLLM's environment: vLLM prefers a site-packages deep_gemm "
-            "over its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
-            f"{release.SOURCE}/utils/deep_gemm.py), which has no SM90 mega "
-            "kernel; `moe-oracle probe` recognises the build. Without moe-oracle's plug-in, "
-            f"vLLM {release.SERIES} serves these "
-            "layers with its non-fused MoE (https://github.com/vllm-project/vllm/issues/57772: Marlin weight-only on "
-            "Hopper)."
-        )
+    notes.extend(_deep_gemm_install(ctx, runtime, build))
     return args
+
+
+_SITE_FIRST = (
+    "vLLM imports a site-packages deep_gemm before its vendored 2.8.1 (vllm/utils/deep_gemm.py, "
+    f"{release.SOURCE}/utils/deep_gemm.py), so this build serves every DeepGEMM "
+    "call vLLM makes (one deep_gemm module at a time); the vendored 2.8.1 has no SM90 mega kernel"
+)
+_NO_PLUGIN = (
+    f"Without moe-oracle's plug-in, vLLM {release.SERIES} serves these layers with its non-fused MoE "
+    "(https://github.com/vllm-project/vllm/issues/57772: Marlin weight-only on Hopper)."
+)
+
+
+def _deep_gemm_install(ctx: PlanContext, runtime: list, build: str | None) -> list[str]:
+    """What to install for the DeepGEMM build the profile lists, where it is not vLLM's vendored one: exactly that
+    build (a release: its pip pin; unreleased: its source), and nothing for the vendored 2.8.1."""
+    from moe_oracle.software.catalog import known_builds
+
+    spec = known_builds().get(build or "")
+    if spec is None or spec.import_paths == ("vllm.third_party.deep_gemm",):
+        return []
+    if spec.released:
+        dist = spec.dists[0] if spec.dists else spec.name
+        pin = f"{dist}{spec.version}" if spec.version else dist
+        return [
+            f"Install {spec.title} into vLLM's environment: pip install '{pin}' ({spec.url}). {_SITE_FIRST}. "
+            f"`moe-oracle probe` recognises the build. {_NO_PLUGIN}"
+        ]
+    needs = _unreleased_builds(ctx, runtime) or f"needs an unreleased build: {spec.label}, obtain: {spec.url}"
+    return [
+        f"This plan {needs}. Build it from that source with its submodules (a pull request: git fetch origin "
+        f"pull/<number>/head) and pip install it into vLLM's environment. {_SITE_FIRST}. `moe-oracle probe` "
+        f"recognises the build. {_NO_PLUGIN}"
+    ]
 
 
 def build(ctx: PlanContext) -> EngineParts:
@@ -166,8 +191,9 @@ def build(ctx: PlanContext) -> EngineParts:
         fuse_env = ctx.user_env.get("VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION", "0")
         fuse = fuse_env in ("", "0") and par.pp == 1
         for shape in shapes:
-            derived += derive_deepgemm(
-                flavour="vllm-sm100",
+            derived += formula("derive_deepgemm_for_build")(
+                build=ctx.decision.software.only_build("deep_gemm") or "vllm-deepgemm-2.8.1",
+                arch="sm100",
                 shape=shape,
                 ranks=par.ep,
                 tokens_per_rank=par.max_num_batched_tokens,

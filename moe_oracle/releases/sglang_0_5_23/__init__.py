@@ -56,7 +56,11 @@ RELEASE = Release(
     gates=gates.PROFILE,
     model_classes=model_classes.TABLE,
     speculative=SPECULATIVE,
-    profiles={NAME: profiles.plain, PLUGIN_PROFILE: profiles.with_moe_oracle},
+    profiles={
+        NAME: profiles.plain,
+        PLUGIN_PROFILE: profiles.with_moe_oracle,
+        f"{PLUGIN_PROFILE}+pr323": profiles.with_pr323,
+    },
     fallback=gates.fallback,
 )
 declare_plugin_coverage(Engine.SGLANG, model_classes.sglang_plugin_serves)

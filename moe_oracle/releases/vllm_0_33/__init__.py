@@ -47,7 +47,12 @@ RELEASE = Release(
     gates=gates.PROFILE,
     model_classes=model_classes.TABLE,
     speculative=SPECULATIVE,
-    profiles={NAME: profiles.plain, PLUGIN_PROFILE: profiles.with_moe_oracle},
+    profiles={
+        NAME: profiles.plain,
+        PLUGIN_PROFILE: profiles.with_moe_oracle,
+        f"{PLUGIN_PROFILE}+sgl-deep-gemm": profiles.with_sgl_deep_gemm,
+        f"{PLUGIN_PROFILE}+pr323": profiles.with_pr323,
+    },
     fallback=gates.fallback,
 )
 declare_plugin_coverage(Engine.VLLM, model_classes.plugin_serves)
