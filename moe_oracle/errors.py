@@ -97,6 +97,10 @@ class BadInputError(OracleError):
     exit_code = ExitCode.BAD_INPUT
 
 
+class EngineLayoutError(BadInputError):
+    """A layout the engine itself refuses for this model (its config check, or an assertion while building it)."""
+
+
 class ModelConfigError(BadInputError):
     """A model config that cannot be read or contradicts itself."""
 

@@ -20,9 +20,11 @@ from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.decide.replicas import replica_deployment
 from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
 from moe_oracle.decide.software_need import choose_default
+from moe_oracle.errors import EngineLayoutError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.releases.defaults import default_software
+from moe_oracle.releases.layout_checks import layout_problems
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
@@ -82,6 +84,10 @@ class AskedQuestion:
         loaded ones (the matrix loads the file once for every cell); default: the bundled ones and the file's."""
         opts = self.options
         deployment, _ = build_deployment(self.flags, opts.env)
+        problems = layout_problems(self.engine, self.model, deployment)
+        if problems:
+            first = problems[0]
+            raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix)
         check_ep_experts(self.model, deployment)
         from moe_oracle.decide.engine_flags import check_all2all, check_step_batch
 

@@ -437,6 +437,20 @@ def linear_bytes(n: int, k: int, fmt: QuantSpec) -> int:
     return data + _cdiv(n, rows) * _cdiv(k, cols) * fmt.scale_bytes + (4 if fmt.global_scale else 0)
 
 
+class AttentionHeads(_Frozen):
+    """The attention head counts an engine shards over its tensor-parallel group, as the config states them.
+
+    ``heads``: ``num_attention_heads``; ``kv_heads``: ``num_key_value_heads`` (None for MLA, whose latent KV is not
+    split by heads, and when the config does not say); ``mla``: the config has ``kv_lora_rank`` (DeepSeek-style
+    latent attention). ``source``: the config file's keys they were read from.
+    """
+
+    heads: PositiveInt
+    kv_heads: PositiveInt | None = None
+    mla: bool = False
+    source: str = ""
+
+
 class ModelDescription(_Frozen):
     """A model's MoE description: what ``moe-oracle model`` prints.
 
@@ -456,6 +470,13 @@ class ModelDescription(_Frozen):
         default=None,
         exclude=True,
         description="The weights besides the routed experts and the KV cache per token, when known.",
+    )
+    #: Read from the config for the engines' own layout checks, never an input of the decision (left out of
+    #: ``model_dump``, like the footprint).
+    attention: AttentionHeads | None = Field(
+        default=None,
+        exclude=True,
+        description="The attention head counts an engine's tensor-parallel group shards, when the config states them.",
     )
     #: What the description holds that the config (or manual input) did not state, each with its source.
     assumptions: tuple[str, ...] = ()

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from moe_oracle.plan.build import PlanRequest, build_plan
-from moe_oracle.plan.model import LaunchPlan
 
 from moe_oracle.cli.app import cli
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.inputs import DeploymentFlags
+from moe_oracle.launch.build import PlanRequest, build_plan
+from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.releases.defaults import default_software
 from moe_oracle.rules import Engine
 from moe_oracle.software.catalog import known_builds

@@ -22,6 +22,7 @@ from typing import Any
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters import _keys as keys
 from moe_oracle.model.adapters import _schedules as schedules
+from moe_oracle.model.adapters._attention import read_attention
 from moe_oracle.model.adapters._footprint import describe_footprint
 from moe_oracle.model.adapters._quant import QuantResolver, Site, deepseek_v4_site, hf_site
 from moe_oracle.model.adapters._view import ConfigView, Keys, check_int
@@ -572,7 +573,10 @@ def describe_with_rules(
         assumptions=rules.implied,
     )
     footprint = describe_footprint(config, hf_quant_config, desc, resolver)
-    return desc.model_copy(update={"footprint": footprint}) if footprint is not None else desc
+    update: dict[str, Any] = {"attention": read_attention(config)}
+    if footprint is not None:
+        update["footprint"] = footprint
+    return desc.model_copy(update=update)
 
 
 def _identity(config: dict, rules: FamilyRules) -> tuple[str, str]:
