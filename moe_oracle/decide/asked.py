@@ -23,8 +23,9 @@ from moe_oracle.decide.software_need import choose_default
 from moe_oracle.errors import EngineLayoutError
 from moe_oracle.inputs import DeploymentFlags, build_deployment, parse_workload, resolve_engine_software
 from moe_oracle.model.types import ModelDescription
-from moe_oracle.releases.defaults import default_software
+from moe_oracle.releases.defaults import SoftwareOption, default_software
 from moe_oracle.releases.layout_checks import layout_problems
+from moe_oracle.releases.profiles import named_profile
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
@@ -170,6 +171,36 @@ class ResolvedQuestion:
             conversion=asked.options.conversion,
             advisories=self.advisories,
         )
+
+    def _default_options(self) -> tuple[SoftwareOption, ...]:
+        """The default-software options this question chose among (empty: the software was given or has no
+        alternatives)."""
+        if self.asked.software is not None or not self.software_origin.startswith("default for --engine"):
+            return ()
+        return default_software(self.asked.engine, self.deployment.device.arch.value)
+
+    def replacement_unused(self, decision: Decision) -> bool:
+        """The default took a replacement DeepGEMM build (:func:`~moe_oracle.decide.software_need.choose_default`)
+        through which ``decision``, the one a plan serves, runs nothing (the replicas it was taken for do not fit,
+        say): then the release's own build is what to install."""
+        options = self._default_options()
+        taken = next((o for o in options if o.profile == self.software.name), None)
+        if taken is None or taken.replaces is None:
+            return False
+        return not any(g.chosen and taken.replaces in {b.name for b in g.chosen.builds} for g in decision.groups)
+
+    def at_release_software(self) -> ResolvedQuestion:
+        """This question under the release's own software (the first default option), saying why."""
+        options = self._default_options()
+        profile = named_profile(options[0].profile) if options else None
+        if profile is None or profile.name == self.software.name:
+            return self
+        dev = self.deployment.device
+        why = (
+            f"default for --engine {self.asked.engine.value} on {dev.name} ({dev.arch.value}): the release's own "
+            f"DeepGEMM ({self.software.name} would serve only layouts this plan does not run)"
+        )
+        return replace(self, software=profile, software_origin=why)
 
     def served_decision(self) -> Decision:
         """The decision a plan serves: this question's, or, where its EP group crosses a domain and it runs no fused

@@ -280,11 +280,18 @@ def measure_fit(
     reasons: list[Reason] = []
     flag = f"{share.flag} " if share.flag else ""
     if need > usable:
+        given = f"{usable / GIB:.1f} GiB ({flag}{share.fraction:g} x {device.memory_gib:g} GiB)"
+        if share.fraction <= 0:  # the engine's own formula reserves more than the GPU holds at these settings
+            given = (
+                f"nothing: at these settings the engine's own formula reserves "
+                f"{share.reserve_outside_bytes / GIB:.1f} GiB of the {device.memory_gib:g} GiB outside its share "
+                f"({flag.strip() or 'its share'} would be {share.fraction:g})"
+            )
         reasons.append(
             Reason(
                 ReasonCode.DEPLOYMENT_MEMORY_EXCEEDED,
                 f"one rank needs {need / GIB:.1f} GiB (routed experts {experts / GIB:.1f} GiB) but the engine's share "
-                f"of a {device.name} is {usable / GIB:.1f} GiB ({flag}{share.fraction:g} x {device.memory_gib:g} GiB)",
+                f"of a {device.name} is {given}",
                 "see the layouts that fit below",
                 rule="weights + symmetric buffers + runtime reserve <= memory share of one GPU",
             )

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from moe_oracle.engines.layer_plan import LayerPlan
 from moe_oracle.releases import engine_profile
 from moe_oracle.rules import Reason, ReasonCode, Scenario, Status
-from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile, Route
+from moe_oracle.rules.engine import ENGINE_ROUTE, MOE_ORACLE_ROUTE, EngineProfile, EngineSupport, Route
 
 if TYPE_CHECKING:
     from moe_oracle.decide.candidates import Candidate
@@ -69,9 +69,15 @@ def _scenario(decision: Decision, gd: GroupDecision, candidate: Candidate) -> Sc
     )
 
 
+def candidate_support(decision: Decision, gd: GroupDecision, candidate: Candidate) -> EngineSupport | None:
+    """The first route (:class:`~moe_oracle.rules.engine.EngineSupport`) whose rules pass for ``candidate`` (the
+    engine's own first), or None."""
+    return _profile(decision).route(candidate.spec, _scenario(decision, gd, candidate))
+
+
 def candidate_route(decision: Decision, gd: GroupDecision, candidate: Candidate) -> Route | None:
     """The first route whose rules pass for ``candidate`` (the engine's own first), or None."""
-    support = _profile(decision).route(candidate.spec, _scenario(decision, gd, candidate))
+    support = candidate_support(decision, gd, candidate)
     return None if support is None else support.route
 
 

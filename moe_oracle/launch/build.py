@@ -19,14 +19,16 @@ from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, Questi
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision
-from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
+from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, EngineLayoutError, OverrideRefusedError
 from moe_oracle.fit.engines import engine_module
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext
-from moe_oracle.fit.settle import FitQuestion, context_fit, fit, served_name, settled_budget
+from moe_oracle.fit.settle import FitQuestion, context_fit, served_name, settled_budget
+from moe_oracle.fit.settle import fit as server_fit
 from moe_oracle.inputs import (
     DeploymentFlags,
     deployment_warnings,
 )
+from moe_oracle.launch.fix_judge import judged_fix, judging
 from moe_oracle.launch.model import LaunchPlan, ReplicaPlan
 from moe_oracle.model.manual import MANUAL_MODEL_NAME
 from moe_oracle.model.types import ModelDescription, layer_span
@@ -58,6 +60,9 @@ class PlanRequest:
     settings: EngineMemorySettings | None = None
     settings_why: str | None = None
     description: ModelDescription | None = None
+    #: Judge against the engine release's own software (a re-plan when the default's replacement build serves
+    #: nothing this plan runs; see :meth:`ResolvedQuestion.replacement_unused`).
+    release_software: bool = False
 
     @classmethod
     def of(cls, model: str | None, asked: AskedQuestion) -> PlanRequest:
@@ -183,14 +188,20 @@ def _replica_fits(req: PlanRequest, resolved: ResolvedQuestion) -> Callable[[Dec
     """The memory fit of one replica's server for :func:`replica_choice` (as ``select`` measures it)."""
     asked = resolved.asked
     model_arg = req.model or asked.model.model
-    return lambda d: fit(FitQuestion(d, model_arg, asked.given_settings(), dict(asked.options.env)))[0]
+    return lambda d: server_fit(FitQuestion(d, model_arg, asked.given_settings(), dict(asked.options.env)))[0]
 
 
 def build_plan(req: PlanRequest) -> LaunchPlan:
     """The launch plan of ``req``: the decision ``select`` makes for the same question (one resolution, one
     :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit."""
     eng = engine_module(req.engine)
-    resolved = req.asked().resolve()
+    try:
+        resolved = req.asked().resolve()
+    except EngineLayoutError as exc:  # the engine's own layout check: its proposed layouts re-planned
+        judged = None if judging() else judged_fix(req, exc, build_plan)
+        raise exc if judged is None else EngineLayoutError(exc.message, fix=judged) from None
+    if req.release_software:
+        resolved = resolved.at_release_software()
     description, deployment = resolved.asked.model, resolved.deployment
     model_arg = _model_arg(req.model, description)
     software, sw_origin = resolved.software, resolved.software_origin
@@ -236,6 +247,8 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
         if refused is not None and replicas == 1:
             raise refused
     assert active is not None
+    if not req.release_software and resolved.replacement_unused(active):
+        return build_plan(dataclasses.replace(req, release_software=True))
     backend, variant, why_not = global_choice(active)
     doc = resolved.record(active)
     ctx = PlanContext(
@@ -257,11 +270,13 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     settings_why = settings_why or req.settings_why
     if not fit.fits:
         reason = fit.reasons[0]
-        raise DeploymentDoesNotFitError(
+        refusal = DeploymentDoesNotFitError(
             f"[{reason.code.value}] {description.model} on {Layout.of(active_dep).label()} x {active_dep.device.name}: "
             f"{reason.message}",
             fix=reason.remediation,
         )
+        judged = None if judging() else judged_fix(req, refusal, build_plan)
+        raise refusal if judged is None else DeploymentDoesNotFitError(refusal.message, fix=judged)
     parts: EngineParts = eng.build(ctx)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)

@@ -37,7 +37,9 @@ ANY = "*"
 class EngineSupport:
     """One engine version's wiring of one backend (``*``: every backend) on one route.
 
-    ``variants``: the variants this route serves (``*``: every variant with a runtime class).
+    ``variants``: the variants this route serves (``*``: every variant with a runtime class). ``flag``: the value of
+    the engine's backend flag that selects this route when it is not the backend's name (vLLM 0.33's
+    ``--moe-backend flashinfer_moe_ep_mega_deep_gemm`` reaches DeepGEMM's SM100 mega kernel through FlashInfer).
     """
 
     engine: str
@@ -49,6 +51,12 @@ class EngineSupport:
     checks: tuple[Check, ...]
     sources: tuple[str, ...] = ()
     route: Route = ENGINE_ROUTE
+    flag: str | None = None
+
+    @property
+    def flag_value(self) -> str:
+        """The engine's backend flag value for this route."""
+        return self.flag or self.backend
 
     def covers(self, spec: VariantSpec) -> bool:
         return self.backend in (ANY, spec.backend)

@@ -122,3 +122,24 @@ def test_default_options_start_with_the_release_and_replace_only_deep_gemm() -> 
                     if release.libraries.get(k) != other.libraries.get(k)
                 }
                 assert changed == {"deep_gemm"}, option.profile
+
+
+def test_vllm_flashinfer_moe_ep_mega_deep_gemm_is_the_second_native_route() -> None:
+    """Issue 29 item 7: vLLM 0.33's --moe-backend flashinfer_moe_ep_mega_deep_gemm, gated as its wheel gates it."""
+    from moe_oracle.engine_gates.vllm import PROFILE
+
+    from moe_oracle.registry import load_registry
+
+    spec = next(v for v in load_registry().variants if v.key == "deep_gemm_mega_moe:sm100_fp8xfp4")
+    flags = [s.flag_value for s in PROFILE.routes(spec) if s.route == "engine"]
+    assert flags == ["deep_gemm_mega_moe", "flashinfer_moe_ep_mega_deep_gemm"]
+    flash = "deepseek-ai/DeepSeek-V4-Flash"
+    default = build_plan(PlanRequest(flash, DeploymentFlags(device="b200", dp=8, ep=8), Engine.VLLM))
+    assert default.argv[default.argv.index("--moe-backend") + 1] == "deep_gemm_mega_moe"
+    # vLLM's own mega path refuses the passthrough all2all (fused_moe/config.py); FlashInfer's route binds it itself
+    flags_pt = DeploymentFlags(device="b200", dp=8, ep=8, all2all_backend="passthrough")
+    fi = build_plan(PlanRequest(flash, flags_pt, Engine.VLLM))
+    assert fi.argv[fi.argv.index("--moe-backend") + 1] == "flashinfer_moe_ep_mega_deep_gemm"
+    assert "--all2all-backend" not in fi.argv
+    eplb = DeploymentFlags(device="b200", dp=8, ep=8, all2all_backend="passthrough", eplb=True)
+    assert "flashinfer_moe_ep_mega_deep_gemm" not in build_plan(PlanRequest(flash, eplb, Engine.VLLM)).argv

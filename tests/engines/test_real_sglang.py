@@ -61,6 +61,8 @@ FAMILY_FIXTURES = (
     "moonshotai--Kimi-K3",
     "XiaomiMiMo--MiMo-V2-Flash",
     "poolside--Laguna-XS.2-FP8",
+    # issue 29 D3: NVFP4 on SGLang's own sgl-deep-gemm (sm100_nvfp4 on B200)
+    "nvidia--DeepSeek-V3.1-NVFP4",
 )
 #: The Qwen MoE blocks SGLang 0.5.23 wires to DeepGEMM megamoe with no fallback (MEGA_MOE_NO_FALLBACK_ARCHS)
 QWEN_ARCHITECTURES = (

@@ -72,6 +72,21 @@ def _placeholder(replica: int, replicas: int) -> tuple[str, str]:
     return name, f"{what} (reachable from the other nodes; vLLM --data-parallel-address)"
 
 
+def _native_flag(ctx: PlanContext) -> str:
+    """The ``--moe-backend`` value of the native route that serves the chosen variant (vLLM's own
+    ``deep_gemm_mega_moe`` first; ``flashinfer_moe_ep_mega_deep_gemm`` where only FlashInfer's route passes)."""
+    from moe_oracle.engines.routes import candidate_support
+    from moe_oracle.rules.engine import ENGINE_ROUTE
+
+    for gd in ctx.decision.groups:
+        if gd.chosen is None:
+            continue
+        support = candidate_support(ctx.decision, gd, gd.chosen)
+        if support is not None and support.route == ENGINE_ROUTE:
+            return support.flag_value
+    return str(ctx.backend)
+
+
 def _runtime_groups(ctx: PlanContext) -> list:
     """The layer groups moe-oracle's runtime serves inside vLLM (the plug-in's route), in decision order."""
     from moe_oracle.engines.vllm.routes import group_routes
@@ -187,7 +202,17 @@ def build(ctx: PlanContext) -> EngineParts:
     if runtime:
         argv += _plugin_args(ctx, runtime, derived, notes, shapes)
     elif ctx.backend == "deep_gemm_mega_moe":
-        argv += ["--moe-backend", "deep_gemm_mega_moe"]
+        flag = _native_flag(ctx)
+        argv += ["--moe-backend", flag]
+        if flag != "deep_gemm_mega_moe":
+            all2all = None  # vLLM binds passthrough itself and its CLI does not offer it (config/kernel.py:194-205)
+            notes.append(
+                f"--moe-backend {flag}: vLLM's FlashInfer MoE-EP layer runs DeepGEMM's SM100 FP8 x FP4 mega kernel on "
+                "the MXFP4 checkpoint as stored, with its own dispatch and combine (all2all bound to passthrough; "
+                "vllm/config/kernel.py:194-228, model_executor/layers/fused_moe/flashinfer_moe_ep.py:226-235, "
+                "275-281); the DeepGEMM buffer below is sized as vLLM's own mega path sizes it (FlashInfer allocates "
+                "its workspace itself: unverified)."
+            )
         fuse_env = ctx.user_env.get("VLLM_DISABLE_DSV4_MEGAMOE_SHARED_EXPERT_FUSION", "0")
         fuse = fuse_env in ("", "0") and par.pp == 1
         for shape in shapes:

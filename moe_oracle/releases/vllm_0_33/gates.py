@@ -127,6 +127,90 @@ _DEEP_GEMM = EngineSupport(
     sources=(f"{VLLM_SRC}/model_executor/layers/fused_moe/deep_gemm_mega_moe.py, {VLLM_TREE}/models/deepseek_v4",),
 )
 
+_FI_EP = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/flashinfer_moe_ep.py"
+_FI_EP_EXPERTS = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/experts/flashinfer_moe_ep.py"
+_KERNEL_CFG = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/kernel.py"
+#: vLLM 0.33.0's FLASHINFER_MOE_EP_ARCHITECTURES (config/kernel.py:185-191): not DeepseekV4ForConditionalGeneration.
+FI_EP_ARCHITECTURES = ("DeepseekV4ForCausalLM", "DeepSeekV4MTPModel", "DeepseekV41ForCausalLM")
+
+#: ``--moe-backend flashinfer_moe_ep_mega_deep_gemm``: FlashInfer's MoE-EP layer (flashinfer-python 0.7.2.post1,
+#: pinned by the wheel's METADATA; flashinfer/moe_ep/__init__.py:132 DeepGemmMegaMoeConfig) running DeepGEMM's
+#: SM100 FP8 x FP4 mega kernel on the MXFP4 checkpoint as stored (flashinfer_moe_ep.py:226-235), with the
+#: deep_gemm vLLM imports (flashinfer_moe_ep.py:275-281: vllm.utils.deep_gemm, site-packages first). It goes
+#: through vLLM's fused-MoE path (config/kernel.py:168-170), so it is the second native route of the variant:
+#: vLLM's own deep_gemm_mega_moe stays the first.
+_FLASHINFER_MOE_EP_DG = EngineSupport(
+    engine="vllm",
+    version=VERSION,
+    backend="deep_gemm_mega_moe",
+    variants=("sm100_fp8xfp4",),
+    unsupported="FlashInfer MoE-EP's DeepGEMM backend accepts only MXFP4 weights (flashinfer_moe_ep.py:97-100, "
+    "134-138) with the DeepGEMM SM100 FP8 x FP4 megakernel",
+    remediation="Use --moe-backend deep_gemm_mega_moe (vLLM's own DeepGEMM mega path), or vLLM's default backend.",
+    flag="flashinfer_moe_ep_mega_deep_gemm",
+    checks=(
+        c.scenario_predicate(
+            ReasonCode.MODEL_CLASS_UNSUPPORTED,
+            lambda sc: sc.architecture in FI_EP_ARCHITECTURES,
+            rule="architecture in FLASHINFER_MOE_EP_ARCHITECTURES",
+            message=lambda sc: (
+                f"vLLM {VERSION} accepts moe_backend='flashinfer_moe_ep_mega_deep_gemm' only for "
+                f"{', '.join(FI_EP_ARCHITECTURES)}; the model is {sc.architecture or sc.model_type}"
+            ),
+            remediation="Use --moe-backend deep_gemm_mega_moe, or leave --moe-backend unset.",
+            sources=(f"{_KERNEL_CFG}#L185-L191", f"{_KERNEL_CFG}#L234-L242"),
+        ),
+        c.scenario_predicate(
+            ReasonCode.EP_REQUIRED,
+            lambda sc: sc.deployment.parallel.ep > 1,
+            rule="expert parallel enabled (moe_parallel_config.use_ep)",
+            message=lambda sc: (
+                f"flashinfer_moe_ep_mega_deep_gemm requires expert parallel; ep={sc.deployment.parallel.ep}"
+            ),
+            remediation="Add --enable-expert-parallel (--ep equal to tp*dp).",
+            sources=(f"{_FI_EP_EXPERTS}#L109-L113",),
+        ),
+        _fp4_experts("flashinfer_moe_ep_mega_deep_gemm"),
+        c.group_predicate(
+            ReasonCode.ROUTING_UNSUPPORTED,
+            lambda g: g.routing.scoring is Scoring.SQRTSOFTPLUS and g.routing.renormalize,
+            rule="routing_method == DeepseekV4",
+            message=lambda g: (
+                f"routing {g.routing.scoring.value} (renormalize={g.routing.renormalize}); FlashInfer MoE-EP's "
+                "DeepGEMM backend supports only the DeepSeek V4 routing method"
+            ),
+            remediation="Leave --moe-backend unset.",
+            sources=(f"{_FI_EP}#L149-L153",),
+        ),
+        c.group_predicate(
+            ReasonCode.ACTIVATION_UNSUPPORTED,
+            lambda g: not g.expert_bias,
+            rule="no expert bias (moe.has_bias false)",
+            message=lambda g: "the experts carry biases, which FlashInfer MoE-EP does not support",
+            remediation="Leave --moe-backend unset.",
+            sources=(f"{_FI_EP}#L145-L146",),
+        ),
+        c.scenario_predicate(
+            ReasonCode.ALL2ALL_UNSUPPORTED,
+            lambda sc: sc.deployment.parallel.all2all_backend in (None, "allgather_reducescatter", "passthrough"),
+            rule="all2all_backend unset (bound to passthrough: the backend dispatches and combines itself)",
+            message=lambda sc: (
+                f"--all2all-backend {sc.deployment.parallel.all2all_backend}: vLLM raises 'dispatches and combines "
+                "itself and cannot be paired with all2all_backend=...'"
+            ),
+            remediation="Leave --all2all-backend unset.",
+            sources=(f"{_KERNEL_CFG}#L194-L228",),
+        ),
+        no_eplb(
+            "no EPLB",
+            ": FlashInfer MoE-EP's DeepGEMM backend refuses it",
+            (f"{_FI_EP}#L160-L161",),
+        ),
+    ),
+    sources=(_FI_EP, _FI_EP_EXPERTS, f"{_KERNEL_CFG}#L150-L170"),
+)
+
+
 _AITER = EngineSupport(
     engine="vllm",
     version=VERSION,
@@ -277,7 +361,10 @@ _MOE_ORACLE = EngineSupport(
 )
 
 PROFILE = EngineProfile(
-    engine="vllm", version=VERSION, supports=(_DEEP_GEMM, _AITER, _MOE_ORACLE), moe_backend_flag="--moe-backend"
+    engine="vllm",
+    version=VERSION,
+    supports=(_DEEP_GEMM, _FLASHINFER_MOE_EP_DG, _AITER, _MOE_ORACLE),
+    moe_backend_flag="--moe-backend",
 )
 
 #: vLLM's MoE oracle's name for each weight format (what ``--moe-backend auto`` says it picks for).
