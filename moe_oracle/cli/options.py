@@ -364,9 +364,10 @@ def _software_option() -> list[Callable[..., Any]]:
         click.option(
             "--software",
             default=None,
-            help="Software profile [default: installed for --device local; the engine release "
-            f"({', '.join(ENGINE_RELEASE_PROFILE.values())}) for --engine vllm/sglang; all (every known kernel "
-            "build) otherwise].",
+            help="Software profile [default: installed for --device local; the engine release with moe-oracle's "
+            f"plug-in ({', '.join(ENGINE_RELEASE_PROFILE.values())}; on SM90 with the one DeepGEMM build the chosen "
+            "variant needs in place of the release's: +sgl-deep-gemm, +pr323) for --engine vllm/sglang; all (every "
+            "known kernel build) otherwise].",
         )
     ]
 
