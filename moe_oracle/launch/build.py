@@ -19,7 +19,13 @@ from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, Questi
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.selection import Decision
-from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, EngineLayoutError, OverrideRefusedError
+from moe_oracle.errors import (
+    BadInputError,
+    DeploymentDoesNotFitError,
+    EngineLayoutError,
+    OracleError,
+    OverrideRefusedError,
+)
 from moe_oracle.fit.engines import engine_module
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext
 from moe_oracle.fit.settle import FitQuestion, context_fit, served_name, settled_budget
@@ -193,13 +199,30 @@ def _replica_fits(req: PlanRequest, resolved: ResolvedQuestion) -> Callable[[Dec
 
 def build_plan(req: PlanRequest) -> LaunchPlan:
     """The launch plan of ``req``: the decision ``select`` makes for the same question (one resolution, one
-    :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit."""
-    eng = engine_module(req.engine)
+    :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit.
+
+    A refusal for memory or for the engine's own layout check carries its fix judged (:func:`judge_refusal`)."""
     try:
-        resolved = req.asked().resolve()
-    except EngineLayoutError as exc:  # the engine's own layout check: its proposed layouts re-planned
-        judged = None if judging() else judged_fix(req, exc, build_plan)
-        raise exc if judged is None else EngineLayoutError(exc.message, fix=judged) from None
+        return _build_plan(req)
+    except (DeploymentDoesNotFitError, EngineLayoutError) as exc:
+        raise judge_refusal(req, exc) from None
+
+
+def judge_refusal(req: PlanRequest, exc: DeploymentDoesNotFitError | EngineLayoutError) -> OracleError:
+    """``exc`` (a refusal of ``req``) with every alternative its fix names re-planned (:mod:`.fix_judge`); ``select``
+    judges its refusal the same way, so both print one line."""
+    judged = None if judging() else judged_fix(req, exc, build_plan)
+    if judged is None:
+        return exc
+    out = type(exc)(exc.message, fix=judged)
+    if hasattr(exc, "selection"):
+        out.selection = exc.selection  # type: ignore[attr-defined]
+    return out
+
+
+def _build_plan(req: PlanRequest) -> LaunchPlan:
+    eng = engine_module(req.engine)
+    resolved = req.asked().resolve()
     if req.release_software:
         resolved = resolved.at_release_software()
     description, deployment = resolved.asked.model, resolved.deployment
@@ -248,7 +271,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
             raise refused
     assert active is not None
     if not req.release_software and resolved.replacement_unused(active):
-        return build_plan(dataclasses.replace(req, release_software=True))
+        return _build_plan(dataclasses.replace(req, release_software=True))
     backend, variant, why_not = global_choice(active)
     doc = resolved.record(active)
     ctx = PlanContext(
@@ -266,7 +289,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     budget = settled_budget(active_dep, ctx.memory)
     if budget is not None and req.settings is None:  # the settings change the per-rank budget: decide again at it
         flags = dataclasses.replace(req.flags, max_num_batched_tokens=budget)
-        return build_plan(dataclasses.replace(req, flags=flags, settings=ctx.memory, settings_why=settings_why))
+        return _build_plan(dataclasses.replace(req, flags=flags, settings=ctx.memory, settings_why=settings_why))
     settings_why = settings_why or req.settings_why
     if not fit.fits:
         reason = fit.reasons[0]
@@ -275,8 +298,7 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
             f"{reason.message}",
             fix=reason.remediation,
         )
-        judged = None if judging() else judged_fix(req, refusal, build_plan)
-        raise refusal if judged is None else DeploymentDoesNotFitError(refusal.message, fix=judged)
+        raise refusal
     parts: EngineParts = eng.build(ctx)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     notes = list(parts.notes)
