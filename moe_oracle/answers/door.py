@@ -158,10 +158,7 @@ def select_asked(
     if replicas:
         doc["replicas"] = replicas
     if not fit.fits:
-        from moe_oracle.launch.build import PlanRequest, judge_refusal  # only for a refusal: its fix is re-planned
-
-        refusal = does_not_fit(selection)
-        raise refusal if source is None else judge_refusal(PlanRequest.of(source, asked), refusal)
+        raise does_not_fit(selection)
     return selection
 
 

@@ -56,7 +56,12 @@ def select(model: str | None, **kw: Any) -> None:
     except DeploymentDoesNotFitError as exc:
         if not as_json:  # the decision and its fit, then the one-line refusal
             _print(exc.selection, as_json, all_reasons)  # type: ignore[attr-defined]
-        raise
+        if model is None:
+            raise
+        # its fix re-planned as plan re-plans it (launch/fix_judge.py), so both commands print one line
+        from moe_oracle.launch.build import PlanRequest, judge_refusal
+
+        raise judge_refusal(PlanRequest.of(model, asked), exc) from None
     _print(selection, as_json, all_reasons)
 
 

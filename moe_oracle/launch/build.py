@@ -215,8 +215,9 @@ def judge_refusal(req: PlanRequest, exc: DeploymentDoesNotFitError | EngineLayou
     if judged is None:
         return exc
     out = type(exc)(exc.message, fix=judged)
-    if hasattr(exc, "selection"):
-        out.selection = exc.selection  # type: ignore[attr-defined]
+    selection = getattr(exc, "selection", None)
+    if selection is not None:
+        setattr(out, "selection", selection)  # noqa: B010 (select's refusal carries its selection)
     return out
 
 

@@ -15,9 +15,9 @@ from moe_oracle.inputs import DeploymentFlags
 from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.releases.defaults import default_software
+from moe_oracle.releases.profiles import NAMED_PROFILES, named_profile
 from moe_oracle.rules import Engine
 from moe_oracle.software.catalog import known_builds
-from moe_oracle.software.profiles import NAMED_PROFILES, named_profile
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "models"
 DSV31_NVFP4 = str(FIXTURES / "nvidia--DeepSeek-V3.1-NVFP4")
@@ -126,9 +126,8 @@ def test_default_options_start_with_the_release_and_replace_only_deep_gemm() -> 
 
 def test_vllm_flashinfer_moe_ep_mega_deep_gemm_is_the_second_native_route() -> None:
     """Issue 29 item 7: vLLM 0.33's --moe-backend flashinfer_moe_ep_mega_deep_gemm, gated as its wheel gates it."""
-    from moe_oracle.engine_gates.vllm import PROFILE
-
     from moe_oracle.registry import load_registry
+    from moe_oracle.releases.vllm_0_33.gates import PROFILE
 
     spec = next(v for v in load_registry().variants if v.key == "deep_gemm_mega_moe:sm100_fp8xfp4")
     flags = [s.flag_value for s in PROFILE.routes(spec) if s.route == "engine"]

@@ -6,10 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from moe_oracle.engine_gates.layout_checks import layout_problems
 
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.resolve import resolve_model
+from moe_oracle.releases.layout_checks import layout_problems
 from moe_oracle.rules import Engine
 from tests.cli.runner import cli
 
