@@ -20,27 +20,43 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from moe_oracle.model.types import ModelDescription
-from moe_oracle.releases.sglang_0_5_23.version import SOURCE as SGLANG_SRC
+from moe_oracle.releases import sglang, vllm
 from moe_oracle.rules import Engine
 from moe_oracle.spec.deployment import Deployment
 
-_VLLM_SRC = "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm"
+_VLLM_SRC = vllm.SOURCE
+SGLANG_SRC = sglang.SOURCE
 
 #: (engine, check) -> (what the engine does, where)
 _SOURCES: dict[tuple[Engine, str], str] = {
-    (Engine.VLLM, "heads"): "vLLM 0.33.0 refuses the config at start: 'Total number of attention heads ({heads}) must "
-    "be divisible by tensor parallel size ({tp}).' "
+    (
+        Engine.VLLM,
+        "heads",
+    ): f"vLLM {vllm.VERSION} refuses the config at start: 'Total number of attention heads ({{heads}}) must "
+    f"be divisible by tensor parallel size ({{tp}}).' "
     f"({_VLLM_SRC}/config/model.py#L1557-L1564)",
-    (Engine.VLLM, "kv_heads"): "vLLM 0.33.0's QKVParallelLinear divides them (an assertion while the model is built; "
+    (
+        Engine.VLLM,
+        "kv_heads",
+    ): f"vLLM {vllm.VERSION}'s QKVParallelLinear divides them (an assertion while the model is built; "
     f"{_VLLM_SRC}/model_executor/layers/linear.py#L1064-L1071)",
-    (Engine.SGLANG, "heads"): "SGLang 0.5.23 asserts total_num_heads % attn_tp_size == 0 while building the model "
+    (
+        Engine.SGLANG,
+        "heads",
+    ): f"SGLang {sglang.VERSION} asserts total_num_heads % attn_tp_size == 0 while building the model "
     f"({SGLANG_SRC}/srt/models/qwen3_moe.py#L506, the same assertion in glm4_moe.py:237, llama4.py:224, "
     "mixtral.py:139, qwen2_moe.py:914)",
-    (Engine.SGLANG, "mla_heads"): "SGLang 0.5.23 asserts num_heads % attn_tp_size == 0 while building the MLA "
+    (
+        Engine.SGLANG,
+        "mla_heads",
+    ): f"SGLang {sglang.VERSION} asserts num_heads % attn_tp_size == 0 while building the MLA "
     f"attention ({SGLANG_SRC}/srt/models/deepseek_v2.py#L2057, which the DeepSeek, Kimi and GLM-4.7-Flash models use)",
-    (Engine.SGLANG, "kv_heads"): "SGLang 0.5.23 asserts it while building the attention "
+    (Engine.SGLANG, "kv_heads"): f"SGLang {sglang.VERSION} asserts it while building the attention "
     f"({SGLANG_SRC}/srt/models/qwen3_moe.py#L509-L516)",
-    (Engine.SGLANG, "experts"): "SGLang 0.5.23's FusedMoE asserts num_global_routed % ep_size == 0 while building the "
+    (
+        Engine.SGLANG,
+        "experts",
+    ): f"SGLang {sglang.VERSION}'s FusedMoE asserts num_global_routed % ep_size == 0 while building the "
     f"model ({SGLANG_SRC}/srt/layers/moe/fused_moe_triton/layer.py#L414)",
 }
 
