@@ -308,7 +308,8 @@ def _describe(block: Any) -> dict[str, Any]:
         "runner_routed_scaling_factor": experts.moe_runner_config.routed_scaling_factor,
         "scale": getattr(experts, "_moe_oracle_scale", None),
         "runner": str(getattr(experts.runner_backend, "value", experts.runner_backend)),
-        "topk_format": getattr(block.topk.topk_config.output_format, "name", None),
+        # HashTopK (DeepSeek V4's hash-routed layers) has no TopKConfig
+        "topk_format": getattr(getattr(getattr(block.topk, "topk_config", None), "output_format", None), "name", None),
         "w13_up_first": bool(experts._moe_oracle.w13_up_first) if experts._moe_oracle is not None else None,
     }
 
@@ -393,7 +394,10 @@ def _forward(
         # to_standard(), here SGLang's torch-native selection (the config is marked native by the CPU forward above)
         # (only for a bypassed format: a standard one runs SGLang's CUDA top-k kernel, which this CPU lacks)
         cuda_topk, y_cuda, cuda_error = None, None, None
-        if getattr(block.topk.topk_config.output_format, "name", None) == "BYPASSED":
+        if (
+            getattr(getattr(getattr(block.topk, "topk_config", None), "output_format", None), "name", None)
+            == "BYPASSED"
+        ):
             cuda_topk = block.topk.forward_cuda(x, logits)
             try:
                 y_cuda = block.experts(x.clone(), cuda_topk)
