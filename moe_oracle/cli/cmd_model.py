@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from moe_oracle.cli.command import command
-from moe_oracle.cli.options import description_from, manual_options
+from moe_oracle.cli.manual_options import description_from, manual_options
 
 
 @command("model")

@@ -13,7 +13,8 @@ from typing import Any
 import click
 
 from moe_oracle.cli.command import command
-from moe_oracle.cli.options import asked_from, deployment_options, manual_options, question_options
+from moe_oracle.cli.manual_options import manual_options
+from moe_oracle.cli.options import asked_from, deployment_options, question_options
 from moe_oracle.errors import BadInputError, ExitCode
 
 PLAN_ENGINES = ["vllm", "sglang"]

@@ -8,7 +8,8 @@ from typing import Any
 import click
 
 from moe_oracle.cli.command import command
-from moe_oracle.cli.options import MANUAL_FLAGS, asked_from, deployment_options, manual_options, question_options
+from moe_oracle.cli.manual_options import MANUAL_FLAGS, manual_options
+from moe_oracle.cli.options import asked_from, deployment_options, question_options
 from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, ExitCode, OverrideRefusedError, excerpt
 from moe_oracle.rules import Engine
 

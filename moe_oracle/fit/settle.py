@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from moe_oracle.decide.fit import Fit, chosen_conversions
-from moe_oracle.decide.layout import budget_deployment, settle_fit
+from moe_oracle.decide.layout import settle_fit
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.selection import Decision
+from moe_oracle.decide.settings_search import budget_deployment
 from moe_oracle.fit.engines import PLAN_ENGINES, engine_module
 from moe_oracle.fit.server import EngineParts, PlanContext
 from moe_oracle.jsonfile import path_problem

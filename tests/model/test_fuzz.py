@@ -147,7 +147,8 @@ def mutated_config_with_its_description(draw):
 @given(mutated_config_with_its_description())
 def test_read_footprint_on_mutated_configs_returns_a_footprint_or_none(case):
     """The footprint reader never raises: a field it needs that is missing or malformed gives None."""
-    from moe_oracle.model.footprint import Formats, read_footprint
+    from moe_oracle.model.footprint import Formats
+    from moe_oracle.model.footprint_read import read_footprint
     from moe_oracle.model.types import Footprint
 
     config, desc = case

@@ -138,8 +138,9 @@ def test_v4_pro_sglang_plan_on_8_h200_golden():
 
 
 def test_vllm_settings_raise_the_utilization_no_higher_than_the_ceiling():
-    from moe_oracle.decide.layout import fitting_settings, settings_flags
+    from moe_oracle.decide.layout import settings_flags
     from moe_oracle.decide.memory_share import VLLM_MAX_PROPOSED_UTILIZATION
+    from moe_oracle.decide.settings_search import fitting_settings
 
     model = resolve_model("deepseek-ai/DeepSeek-V4-Flash")
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
@@ -154,8 +155,8 @@ def test_vllm_settings_raise_the_utilization_no_higher_than_the_ceiling():
 
 
 def test_a_given_fraction_is_judged_as_given():
-    from moe_oracle.decide.layout import fitting_settings
     from moe_oracle.decide.memory_share import EngineMemorySettings
+    from moe_oracle.decide.settings_search import fitting_settings
 
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
     given = EngineMemorySettings(fraction=0.5)
@@ -216,8 +217,8 @@ def test_a_given_token_budget_is_judged_as_given(typed):
 
 
 def test_vllm_budget_search_stops_at_max_num_seqs():
-    from moe_oracle.decide.layout import _candidates
     from moe_oracle.decide.memory_share import EngineMemorySettings
+    from moe_oracle.decide.settings_search import _candidates
 
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
     cands = _candidates(dep, Engine.VLLM, EngineMemorySettings())

@@ -8,7 +8,7 @@ Entry points:
   ``hf_quant_config.json`` dict).
 
 One module per family (``deepseek_v4``, ``deepseek_v41``, ``glm4_moe``, ``glm_moe_dsa``,
-``deepseek_v3``) holds that family's defaults; :mod:`._engine` does the work shared by all.
+``deepseek_v3``) holds that family's defaults; :mod:`.describe` does the work shared by all.
 Every failure is a one-line :class:`~moe_oracle.errors.BadInputError` subclass; no
 ``KeyError`` / ``TypeError`` / pydantic ``ValidationError`` escapes.
 """
@@ -20,7 +20,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from moe_oracle.errors import BadInputError, ModelConfigError, UnsupportedArchitectureError
-from moe_oracle.model.adapters._engine import describe_with_rules
 from moe_oracle.model.adapters._view import FIX_VALUE, WRAPPERS, json_type, show
 from moe_oracle.model.adapters.catalog import (
     find_refusal,
@@ -29,6 +28,7 @@ from moe_oracle.model.adapters.catalog import (
     supported_architectures,
     supported_model_types,
 )
+from moe_oracle.model.adapters.describe import describe_with_rules
 from moe_oracle.model.loader import list_presets, load_model_source
 from moe_oracle.model.types import ModelDescription
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from moe_oracle.model.footprint import language_config
+from moe_oracle.model.footprint_read import language_config
 from moe_oracle.model.types import AttentionHeads
 
 

@@ -14,7 +14,8 @@ from typing import Any
 from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters._patterns import Site
 from moe_oracle.model.adapters._quant import QuantResolver
-from moe_oracle.model.footprint import Formats, checkpoint_kv_fp8, read_footprint
+from moe_oracle.model.footprint import Formats
+from moe_oracle.model.footprint_read import checkpoint_kv_fp8, read_footprint
 from moe_oracle.model.types import Footprint, ModelDescription, QuantSpec
 
 _ATTENTION = (
@@ -59,7 +60,7 @@ def check_footprint_fields(config: dict[str, Any]) -> None:
     import json
 
     from moe_oracle.errors import excerpt
-    from moe_oracle.model.footprint import language_config
+    from moe_oracle.model.footprint_read import language_config
 
     def shown(value: Any) -> str:  # as config.json spells it (true, null, "yes")
         return excerpt(json.dumps(value))[1:-1]

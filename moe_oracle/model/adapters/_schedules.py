@@ -1,4 +1,4 @@
-"""MoE layer schedules other than the DeepSeek one (which :mod:`._engine` reads itself).
+"""MoE layer schedules other than the DeepSeek one (which :mod:`._layers` reads itself).
 
 Each function returns the indices of the main model's MoE layers; keys per
 docs/families.md, semantics as vLLM 0.33's model files apply them.

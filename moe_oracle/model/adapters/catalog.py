@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from moe_oracle.model.adapters import deepseek_v3, deepseek_v4, deepseek_v41, glm4_moe, glm_moe_dsa
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.adapters.families import FAMILIES, REFUSED, Refusal
 
 ARCHITECTURES: dict[str, FamilyRules] = {

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.types import Scoring
 
 ARCHITECTURES = ("DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "DeepseekV2ForCausalLM")

@@ -12,7 +12,7 @@ without ``expert_dtype`` must say the expert format some other way.
 
 from __future__ import annotations
 
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.types import Scoring
 
 ARCHITECTURES = ("DeepseekV4ForCausalLM",)

@@ -12,7 +12,7 @@ top-k (``dspark_n_routed_experts`` 128, ``dspark_num_experts_per_tok`` 3); their
 
 from __future__ import annotations
 
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.types import Scoring
 
 ARCHITECTURES = ("DeepseekV41ForCausalLM",)

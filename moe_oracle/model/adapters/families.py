@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 
 from moe_oracle.model.adapters import _keys as k
 from moe_oracle.model.adapters import deepseek_v3, glm_moe_dsa
-from moe_oracle.model.adapters._engine import FamilyRules, SharedRule
+from moe_oracle.model.adapters._family_rules import FamilyRules, SharedRule
 from moe_oracle.model.types import Scoring
 
 _NO_SHARED = SharedRule(count_keys=())

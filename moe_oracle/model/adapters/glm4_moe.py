@@ -10,7 +10,7 @@ after the last decoder layer, plain SiLU SwiGLU without a clamp.
 
 from __future__ import annotations
 
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.types import Scoring
 
 ARCHITECTURES = ("Glm4MoeForCausalLM", "Glm4MoeLiteForCausalLM")

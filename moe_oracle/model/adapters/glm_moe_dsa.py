@@ -11,7 +11,7 @@ NVIDIA NVFP4 exports are ModelOpt (``quant_method: modelopt`` and/or ``hf_quant_
 
 from __future__ import annotations
 
-from moe_oracle.model.adapters._engine import FamilyRules
+from moe_oracle.model.adapters._family_rules import FamilyRules
 from moe_oracle.model.types import Scoring
 
 ARCHITECTURES = ("GlmMoeDsaForCausalLM",)
