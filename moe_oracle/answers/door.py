@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from moe_oracle.answers.results import GroupVerdict, Rejected, Selection, Verdict
 from moe_oracle.decide.asked import AskedQuestion, ResolvedQuestion
 from moe_oracle.decide.question import Question
-from moe_oracle.decide.record import decision_to_json
+from moe_oracle.decide.record import decision_fingerprint, decision_to_json
 from moe_oracle.decide.selection import Decision, Override, decide_automatically, decide_with_override
 from moe_oracle.errors import DeploymentDoesNotFitError, OverrideRefusedError
 from moe_oracle.registry import Registry
@@ -228,7 +228,7 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
         return None
     layout = Layout.of(choice.deployment)
-    fingerprint = resolved.fingerprint(choice.decision)
+    fingerprint = decision_fingerprint(choice.decision)
     main = choice.decision.main.chosen
     chosen = main.label if main is not None else "no fused backend"
     flags = f"--nodes {layout.nodes} --dp {layout.dp} --ep {layout.ep}" + (

@@ -11,10 +11,10 @@ whichever command asked it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from moe_oracle.cost.model import Workload
 from moe_oracle.decide.advisories import Advisory, AdvisorySet, load_advisories
+from moe_oracle.decide.engine_flags import DEFAULT_DECODE_TOKENS
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.decide.replicas import replica_deployment
@@ -29,9 +29,6 @@ from moe_oracle.releases.profiles import named_profile
 from moe_oracle.rules import Engine
 from moe_oracle.software.types import SoftwareProfile
 from moe_oracle.spec.deployment import Deployment
-
-#: The decode batch per rank when neither ``--decode-tokens`` nor ``--max-num-seqs`` is given.
-DEFAULT_DECODE_TOKENS = 32
 
 
 @dataclass(frozen=True)
@@ -218,15 +215,3 @@ class ResolvedQuestion:
         if self.override is None:
             return decide_automatically(question)
         return decide_with_override(question, self.override, allow_fallback=self.asked.options.allow_fallback)
-
-    def record(self, decision: Decision) -> dict[str, Any]:
-        """The decision record (``select --json``) of ``decision``, with this question's advisories and origin."""
-        from moe_oracle.decide.record import decision_to_json
-
-        return decision_to_json(decision, software_origin=self.software_origin)
-
-    def fingerprint(self, decision: Decision) -> str:
-        """The fingerprint :meth:`record` would carry."""
-        from moe_oracle.decide.record import decision_fingerprint
-
-        return decision_fingerprint(decision)

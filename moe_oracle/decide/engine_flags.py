@@ -25,12 +25,15 @@ from moe_oracle.spec.deployment import Deployment
 
 VLLM_BUDGET_RULE = f"{vllm_release.SOURCE}/config/scheduler.py#L331-L335"
 
+#: The decode batch per rank when neither ``--decode-tokens`` nor ``--max-num-seqs`` is given (here, not in
+#: :mod:`moe_oracle.decide.asked`, which imports this module: no import circle).
+DEFAULT_DECODE_TOKENS = 32
+
 
 def check_step_batch(
     engine: Engine, deployment: Deployment, max_num_seqs: int | None, decode_tokens: int, *, budget_given: bool
 ) -> None:
     """Exit 2 for a decode batch the step budget cannot hold, or a vLLM budget vLLM refuses (see the module)."""
-    from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS
     from moe_oracle.decide.memory_share import vllm_serve_batch_defaults
 
     budget = deployment.parallel.max_num_batched_tokens

@@ -18,6 +18,7 @@ from moe_oracle.answers.replicas import global_choice, replica_choice
 from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
+from moe_oracle.decide.record import decision_fingerprint, decision_to_json
 from moe_oracle.decide.selection import Decision
 from moe_oracle.errors import (
     BadInputError,
@@ -250,7 +251,7 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
     if choice is not None:
         requested_layout = Layout.of(deployment)
         refused_reasons = _domain_reasons(decision) if decision is not None else [refused.message] if refused else []
-        refused_fp = resolved.fingerprint(decision) if decision else ""
+        refused_fp = decision_fingerprint(decision) if decision else ""
         if choice.decision is None and refused is not None:
             raise refused
         if choice.deployment is None or choice.decision is not None:
@@ -274,7 +275,7 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
     if not req.release_software and resolved.replacement_unused(active):
         return _build_plan(dataclasses.replace(req, release_software=True))
     backend, variant, why_not = global_choice(active)
-    doc = resolved.record(active)
+    doc = decision_to_json(active, software_origin=resolved.software_origin)
     ctx = PlanContext(
         model_arg=model_arg,
         description=description,

@@ -16,6 +16,7 @@ from typing import Any
 
 from moe_oracle.answers.door import settle
 from moe_oracle.decide.fit import Fit
+from moe_oracle.decide.record import decision_fingerprint
 from moe_oracle.decide.selection import Candidate, Decision
 from moe_oracle.model.types import MoELayerGroup, layer_span
 from moe_oracle.registry import Registry, load_registry
@@ -324,7 +325,7 @@ def build_matrix(
     decided: list[MatrixScenario] = []
     for spec in scenarios:
         decision, fit = _decide_and_fit(spec, reg)
-        fingerprint = spec.question.fingerprint(decision) if fingerprints else ""
+        fingerprint = decision_fingerprint(decision) if fingerprints else ""
         msc = MatrixScenario(spec, decision, fit.verdict, fingerprint)
         decided.append(msc)
         rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))
