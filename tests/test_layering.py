@@ -20,7 +20,8 @@ FLOORS: tuple[tuple[str, frozenset[str]], ...] = tuple(
     for name, members in (
         (
             "vocabulary",
-            "data errors hardware jsonfile model numerics output presets rules shell software spec terminal_text validation version",
+            "data errors hardware jsonfile model numerics output presets rules shell software spec terminal_text "
+            "validation version",
         ),
         ("declarations and inputs", "cost inputs registry releases"),
         ("decision", "decide"),
