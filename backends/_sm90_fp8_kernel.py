@@ -83,7 +83,8 @@ def tokens_per_expert(num_tokens: int, num_ranks: int, top_k: int, num_experts: 
 def config(num_tokens: int, *, hidden: int, inter: int, num_experts: int, top_k: int, num_ranks: int = 1):
     """The :class:`Fp8KernelConfig` of one call of ``num_tokens`` tokens per rank (DG_SM90_FP8_SWAP_AB unset)."""
     tpe = tokens_per_expert(num_tokens, num_ranks, top_k, num_experts)
-    per_rank = num_experts // num_ranks
+    # more ranks than experts is refused by EXPERTS_NOT_DIVISIBLE; this check must not divide by zero meanwhile
+    per_rank = max(1, num_experts // num_ranks)
     # H:50-61: 64+ tokens per expert -> (128, 512 epilogue threads); else (64, 2 warpgroups)
     block_m, epi = (128, 512) if tpe >= 64.0 else (64, 256)
     split_mn = block_m == 128 and epi == 512

@@ -110,7 +110,12 @@ class UnknownModelError(BadInputError):
 
 
 class UnsupportedArchitectureError(BadInputError):
-    """A config whose architecture no adapter understands."""
+    """A config whose architecture no adapter understands. ``manual_words``: the manual flags the nearest
+    family's reader reads from it (:mod:`moe_oracle.model.adapters.nearest`), for a command-line fix that
+    describes the model by hand; ``source``: MODEL as given (the checkpoint the engine would load)."""
+
+    manual_words: tuple[str, ...] = ()
+    source: str = ""
 
 
 class DeploymentError(BadInputError):

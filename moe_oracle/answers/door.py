@@ -214,7 +214,7 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
     """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
     ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.answers.replicas.replica_choice`),
     with that decision's fingerprint, so both commands name both answers."""
-    from moe_oracle.answers.replicas import replica_choice
+    from moe_oracle.answers.replicas import replica_choice, routed_experts
     from moe_oracle.fit.server import Layout
     from moe_oracle.fit.settle import FitQuestion, fit
 
@@ -224,6 +224,7 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
         decision,
         lambda dep: decide_resolved(resolved, dep),
         lambda d: fit(FitQuestion(d, asked.model.model, asked.given_settings(), dict(asked.options.env)))[0],
+        routed_experts(asked.model),
     )
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
         return None
@@ -239,6 +240,6 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
         "layout": layout.label(),
         "chosen": chosen,
         "fingerprint": fingerprint,
-        "note": f"plan and serve run {choice.count} replicas of {layout.label()} (one per NVLink/XGMI domain), where "
-        f"{chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
+        "note": f"plan and serve run {choice.count} replicas of {layout.label()} (each inside one NVLink/XGMI domain), "
+        f"where {chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
     }

@@ -10,6 +10,7 @@ answer; ``plan`` and ``serve`` launch them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,7 @@ from moe_oracle.errors import OverrideRefusedError
 from moe_oracle.rules import ReasonCode
 from moe_oracle.spec.deployment import Deployment
 
-__all__ = ["ReplicaChoice", "global_choice", "replica_choice", "replica_deployment"]
+__all__ = ["ReplicaChoice", "global_choice", "replica_choice", "replica_deployment", "routed_experts", "split_reason"]
 
 
 def global_choice(decision: Decision) -> tuple[str | None, str | None, str | None]:
@@ -63,15 +64,20 @@ def replica_choice(
     decision: Decision | None,
     decide_on: Callable[[Deployment], Decision],
     fits: Callable[[Decision], Any] | None = None,
+    experts: int | None = None,
 ) -> ReplicaChoice | None:
     """The replica step of a question on ``deployment`` (None when its EP stays inside one domain), with
     ``decide_on`` deciding the same question on another deployment: ``plan`` serves the adopted replicas, and
     ``select`` names them next to its answer for the layout as given. ``fits``: the memory fit of one replica's
     server (a :class:`~moe_oracle.decide.fit.Fit`); replicas that do not fit are not adopted (the requested layout,
-    on the engine's own path, is then what ``plan`` serves and ``select`` answers for)."""
-    if deployment.parallel.ep <= deployment.topology.effective_domain:
+    on the engine's own path, is then what ``plan`` serves and ``select`` answers for). ``experts``: the routed
+    experts every layer group divides: replicas are then also considered where EP exceeds or does not divide them,
+    sized to divide them, and adopted whenever EP exceeds them (#32: never EP beyond the expert count)."""
+    ep = deployment.parallel.ep
+    within = ep <= deployment.topology.effective_domain
+    if within and (experts is None or (ep <= experts and (ep <= 1 or experts % ep == 0))):
         return None
-    rep = replica_deployment(deployment)
+    rep = replica_deployment(deployment, experts)
     if isinstance(rep, str):
         return ReplicaChoice(None, 0, None, False, f"no domain-sized replica layout: {rep}")
     rep_dep, count = rep
@@ -81,7 +87,7 @@ def replica_choice(
         return ReplicaChoice(rep_dep, count, None, False, "the override cannot run on a replica either")
     rep_backend, _, rep_why = global_choice(rep_decision)
     current = global_choice(decision)[0] if decision is not None else None
-    adopted = rep_backend is not None and current is None
+    adopted = (rep_backend is not None and current is None) or (experts is not None and ep > experts)
     why_not = "" if adopted else rep_why or "the requested layout already runs a fused backend"
     if adopted and decision is not None and fits is not None:
         verdict = fits(rep_decision)
@@ -93,6 +99,25 @@ def replica_choice(
                 f"{verdict.reasons[0].message}"
             )
     return ReplicaChoice(rep_dep, count, rep_decision, adopted, why_not)
+
+
+def routed_experts(model: Any) -> int:
+    """The routed-expert count every layer group of ``model`` divides (their greatest common divisor)."""
+    return math.gcd(*(g.num_experts for g in model.layer_groups))
+
+
+def split_reason(dep: Deployment, experts: int) -> str:
+    """Why a layout is split into replicas, as a clause: ``crosses the 8-GPU NVLink/XGMI domain``, ``puts EP 288
+    over 256 routed experts``, ``does not divide the 256 routed experts``."""
+    ep, domain = dep.parallel.ep, dep.topology.effective_domain
+    parts = []
+    if ep > domain:
+        parts.append(f"crosses the {domain}-GPU NVLink/XGMI domain")
+    if ep > experts:
+        parts.append(f"puts EP {ep} over {experts} routed experts (ranks without an expert)")
+    elif experts % ep:
+        parts.append(f"does not divide the {experts} routed experts (every fused kernel needs them divided evenly)")
+    return " and ".join(parts)
 
 
 def _first_reasons(candidates: Any) -> str:

@@ -76,7 +76,10 @@ def _plan_for(model: str, args: list[str]) -> Any:
     from moe_oracle.launch.build import build_plan
 
     try:
-        ctx = plan_command.make_context("plan", [model, *args], resilient_parsing=False)
+        from moe_oracle.cli.site_defaults import default_map
+
+        site = default_map().get("plan", {})
+        ctx = plan_command.make_context("plan", [model, *args], resilient_parsing=False, default_map=site)
     except click.UsageError as exc:
         message = f"compare column {shlex.join(args)!r}: {exc.format_message()}"
         raise BadInputError(message, fix="see plan --help") from None
@@ -110,20 +113,49 @@ def parse_points(points: str) -> tuple[int, ...]:
     return pts
 
 
-def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[str], set[str], set[str]]:
-    """The main layer group's expected microseconds per MoE layer call at each point, the kinds of basis
-    (measured or estimate) and the bases themselves."""
+@dataclass(frozen=True)
+class Cost:
+    """One column's expected cost at one point: microseconds (None: no figure), its basis kind and why none."""
+
+    us: float | None
+    kind: str = ""
+    text: str = "-"
+
+
+def _default_path_estimate(g: Any, dep: Any, engine: Any, t: int) -> tuple[Any, str] | None:
+    """The engine's own (non-fused) path where no fused one is chosen: a non-fused path moe-oracle measured for
+    this GPU family and weight format (at another EP the cost model's fit carries it over, as for the fused
+    paths), marked as a stand-in when it was not measured inside this engine; None when none was measured."""
+    from moe_oracle.cost.model import estimate_us
+    from moe_oracle.cost.nonfused import declared_paths
+
+    paths = [
+        p for p in declared_paths() if p.arch_family == dep.device.arch.family and g.group.weight_format in p.formats
+    ]
+    if not paths:
+        return None
+    path = next((p for p in paths if engine in p.engines), paths[0])
+    stand_in = "" if engine in path.engines else f", outside {engine.value} (a stand-in)"
+    return estimate_us(path.key, g.group, dep, t), stand_in
+
+
+def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[Cost], set[str], set[str]]:
+    """The main layer group's expected microseconds per MoE layer call at each point (the chosen fused path, or
+    the engine's own non-fused path where one was measured), the kinds of basis and the bases themselves. A basis
+    whose source cannot be verified is marked so."""
     from moe_oracle.cost.model import estimate_us
     from moe_oracle.decide.selection import Decision
 
     decision: Decision = plan.decision_obj
     g = decision.main
     dep = decision.deployment
-    out, bases, details = [], set(), set()
+    out: list[Cost] = []
+    bases, details = set(), set()
     for t in points:
         if t > dep.parallel.tokens_per_rank:
-            out.append("-")
+            out.append(Cost(None, text="-"))
             continue
+        extra = ""
         if g.chosen is not None:
             group = g.group
             if g.chosen.conversion is not None:
@@ -132,13 +164,50 @@ def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[str], set[str], set
         elif g.nonfused is not None:
             est = estimate_us(g.nonfused.key, g.group, dep, t)
         else:
-            out.append("not measured")
-            continue
-        kind = basis_kind(est.basis)
+            found = _default_path_estimate(g, dep, decision.engine, t)
+            if found is None:
+                fmt = g.group.weight_format.value
+                out.append(Cost(None, text=f"not measured (no non-fused {fmt} run on {dep.device.arch.family})"))
+                continue
+            est, extra = found
+        kind = basis_kind(est.basis) + extra
+        if not verifiable(est.basis):
+            kind += ", not verifiable"
         bases.add(kind)
         details.add(est.basis)
-        out.append(f"{est.us:,.0f} us ({kind})")
+        out.append(Cost(est.us, kind, f"{est.us:,.0f} us ({kind})"))
     return out, bases, details
+
+
+def verifiable(basis: str) -> bool:
+    """False for a figure whose own source says it cannot be checked (a table not publicly located)."""
+    text = basis.lower()
+    return "not verifiable" not in text and "not publicly located" not in text
+
+
+#: Marks a "faster" verdict between figures of different bases or an unverifiable source.
+INDICATIVE = "(indicative*)"
+
+
+def faster_row(labels: list[str], costs: list[list[Cost]], points: tuple[int, ...]) -> list[str]:
+    """Per point, the column with the lower expected cost and by how much; where the two figures differ in basis
+    (or one cannot be verified) it says so, and where fewer than two columns have a figure, that no comparison
+    is made."""
+    out = []
+    for n, _ in enumerate(points):
+        have = [(c[n], label) for c, label in zip(costs, labels, strict=True) if c and c[n].us is not None]
+        if len(have) < 2:
+            out.append("no comparison (" + (f"only {have[0][1]} has a figure" if have else "no figures") + ")")
+            continue
+        have.sort(key=lambda item: item[0].us or 0.0)
+        (best, best_label), (second, second_label) = have[0], have[1]
+        ratio = (second.us or 0.0) / max(best.us or 0.0, 1e-9)
+        text = f"{best_label} by {ratio:.2f}x over {second_label}"
+        kinds = {c.kind for c, _ in have}
+        if len(kinds) > 1 or any("not verifiable" in k for k in kinds):
+            text += f" {INDICATIVE}"
+        out.append(text)
+    return out
 
 
 def basis_kind(basis: str) -> str:
@@ -179,16 +248,20 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
     put("advisories", [_advisories(p) for p in plans])
     for t in points:
         put(f"cost, T={t} tokens/rank", [])
+    all_costs: list[list[Cost]] = []
     for col, p in zip(columns, plans, strict=True):
         if p is None:
+            all_costs.append([])
             for t in points:
                 rows[f"cost, T={t} tokens/rank"].append("-")
             continue
         values, bases, details = _costs(p, points)
+        all_costs.append(values)
         all_bases |= bases
-        notes.append(f"{col.label} cost basis: {'; '.join(sorted(details))}")
+        if details:
+            notes.append(f"{col.label} cost basis: {'; '.join(sorted(details))}")
         for t, v in zip(points, values, strict=True):
-            rows[f"cost, T={t} tokens/rank"].append(v)
+            rows[f"cost, T={t} tokens/rank"].append(v.text)
     put(
         "memory fit",
         [
@@ -214,6 +287,8 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
         [f"{p.fit.max_context:,} tokens" if p and p.fit and p.fit.max_context is not None else "-" for p in plans],
     )
     put("fingerprint", [p.fingerprint.removeprefix("sha256:")[:16] if p else "-" for p in plans])
+    for t, verdict in zip(points, faster_row([c.label for c in columns], all_costs, points), strict=True):
+        put(f"faster at T={t}", [verdict] + [""] * (len(columns) - 1))
     notes.append(
         "cost: expected microseconds per call of one MoE layer of the main layer group at T tokens per rank "
         "(the same T for every column)"
@@ -223,6 +298,11 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
             f"the costs differ in basis ({', '.join(sorted(all_bases))}): 'measured' figures come from moe-oracle's "
             "runs, 'published' from a third party's table, 'roofline' from a model of the device; at another EP "
             "size or by another method they are comparable only as an order of magnitude"
+        )
+    if any(INDICATIVE in values[0] for name, values in rows.items() if name.startswith("faster at")):
+        notes.append(
+            f"{INDICATIVE}: the two figures differ in basis ({', '.join(sorted(all_bases))}) or one cannot be "
+            "verified; the faster column is named from them, but the margin is indicative only"
         )
     for c in columns:
         if c.error:
@@ -318,12 +398,14 @@ def to_json(model: str, columns: list[Column], points: tuple[int, ...]) -> dict[
 @click.option("--json", "as_json", is_flag=True, help="Print the comparison (and every column's plan) as JSON.")
 @click.argument("shared", nargs=-1, type=click.UNPROCESSED)
 def compare(model: str, columns: tuple[str, ...], points: str, as_json: bool, shared: tuple[str, ...]) -> None:
-    """Put two or more deployments of MODEL side by side, each planned exactly as ``plan`` plans it.
+    """Put two or more deployments of MODEL side by side, each planned exactly as 'plan' plans it.
 
-    Flags after ``--`` apply to every column (e.g. ``-- --device h200``); each ``--vs`` adds one column's own
-    flags. A column that cannot be planned (a deployment that does not fit, a refused override) shows why in
-    its own column, and the comparison still exits 0; bad input anywhere (a column's flags included) is exit 2.
-    A column's flags are a deployment: --json, --examples, --check and --help are refused there.
+    Flags after '--' apply to every column (e.g. -- --device h200); each --vs adds one column's own flags. A
+    column that cannot be planned (a deployment that does not fit, a refused override) shows why in its own
+    column, and the comparison still exits 0; bad input anywhere (a column's flags included) is exit 2. A
+    column's flags are a deployment: --json, --examples, --check and --help are refused there. The last rows
+    name the faster column at each token point, with the margin, marked indicative where the two figures differ
+    in basis or one cannot be verified.
     """
     if len(columns) < 2:
         raise BadInputError(

@@ -136,11 +136,15 @@ def _emit_table(result: Any, output: str | None) -> None:
         render_table(result, console())
         return
     import io
+    import os
 
     from rich.console import Console
 
+    from moe_oracle.cli.console import terminal_width
+
     buf = io.StringIO()
-    render_table(result, Console(file=buf, width=120, highlight=False, soft_wrap=False, color_system=None))
+    width = terminal_width() if os.environ.get("COLUMNS") else None  # a file: 120 unless COLUMNS says
+    render_table(result, Console(file=buf, width=width or 120, highlight=False, soft_wrap=False, color_system=None))
     _write(buf.getvalue(), output)
 
 

@@ -25,6 +25,12 @@ ENGINES = [e.value for e in Engine]
 )
 @question_options
 @click.option("--json", "as_json", is_flag=True, help="Print the decision record as JSON.")
+@click.option(
+    "--brief",
+    is_flag=True,
+    help="With --json: a few-KB record (inputs, choices, fit verdict, fingerprint) for a bug report; --replay "
+    "takes it.",
+)
 @click.option("--replay", type=click.Path(dir_okay=False), default=None, help="Re-decide from a saved --json record.")
 def select(model: str | None, **kw: Any) -> None:
     """Choose the fused mega-MoE backend for MODEL (preset id, directory, config.json or manual JSON)."""
@@ -33,6 +39,11 @@ def select(model: str | None, **kw: Any) -> None:
     as_json = kw.pop("as_json")
     all_reasons = kw.pop("all_reasons")
     replay = kw.pop("replay")
+    brief = kw.pop("brief")
+    if brief and not as_json:
+        raise BadInputError(
+            "--brief shortens the --json record", fix="add --json (select --json --brief > record.json)"
+        )
     if replay:
         _replay_alone(model)
         _replay(load_record(replay), as_json, all_reasons)
@@ -63,7 +74,7 @@ def select(model: str | None, **kw: Any) -> None:
         from moe_oracle.launch.build import PlanRequest, judge_refusal
 
         raise judge_refusal(PlanRequest.of(model, asked), exc) from None
-    _print(selection, as_json, all_reasons)
+    _print(selection, as_json, all_reasons, brief=brief)
 
 
 def _resolved(asked: Any) -> Any:
@@ -79,8 +90,15 @@ def _resolved(asked: Any) -> Any:
     return resolved
 
 
-def _print(selection: Any, as_json: bool, all_reasons: bool) -> None:
+def _print(selection: Any, as_json: bool, all_reasons: bool, *, brief: bool = False) -> None:
     doc = selection.to_dict()
+    if brief:
+        from moe_oracle.decide.record import brief_record
+
+        for w in selection.decision.warnings:
+            click.echo(f"warning: {w}", err=True)
+        click.echo(json.dumps(brief_record(doc), separators=(",", ":")))
+        return
     _emit(
         selection.decision,
         doc,
@@ -100,7 +118,7 @@ def _replay_alone(model: str | None) -> None:
     ctx = click.get_current_context()
     given = [f"MODEL {model!r}"] if model is not None else []
     for param in ctx.command.params:
-        if param.name in ("replay", "as_json", "all_reasons", "model") or not isinstance(param, click.Option):
+        if param.name in ("replay", "as_json", "all_reasons", "model", "brief") or not isinstance(param, click.Option):
             continue
         if ctx.get_parameter_source(param.name) is click.core.ParameterSource.COMMANDLINE:
             given.append(param.opts[-1] if param.opts else str(param.name))

@@ -195,7 +195,9 @@ def serve(model: str | None, **kw: Any) -> None:
     as_json = kw.pop("as_json")
     extra = list(kw.pop("engine_args"))
     all_reasons = kw.pop("all_reasons", False)
-    plan_obj = build_plan(request_from(model, kw))
+    from moe_oracle.launch.prerequisites import with_prerequisites
+
+    plan_obj = with_prerequisites(build_plan(request_from(model, kw)), None)  # no second plan before a start
     cmd = plan_obj.command_for(replica, node_rank)
     if not as_json:
         emit(plan_obj, as_json, all_reasons=all_reasons)

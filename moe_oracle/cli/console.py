@@ -137,6 +137,23 @@ def print_records(con: Console, table: Table) -> None:
                 con.print(escape(" " * indent + line), soft_wrap=True)
 
 
+def terminal_width() -> int | None:
+    """The width to wrap prose to: ``COLUMNS`` when set, else the terminal's when stdout is one; None for a pipe
+    or file without ``COLUMNS`` (left unwrapped there: grep-able, one statement a line)."""
+    import os
+    import sys
+
+    columns = os.environ.get("COLUMNS", "")
+    if columns.isdigit() and int(columns) > 0:
+        return max(60, int(columns))
+    try:
+        if sys.stdout.isatty():
+            return output_width()
+    except (AttributeError, ValueError, OSError):
+        pass
+    return None
+
+
 def output_width(default: int = 120) -> int:
     """``COLUMNS`` when set, else the terminal's width when stdout is a terminal, else ``default``
     (a pipe or file has no width; 120 keeps documented outputs stable). At least 60."""

@@ -114,7 +114,7 @@ def render_decision(decision: Decision, doc: dict[str, Any], *, all_reasons: boo
         if table.row_count:
             print_table(con, table)
         if skipped:
-            names = ", ".join(c.spec.key for c in skipped)
+            names = ", ".join(c.label for c in skipped)  # a conversion candidate says so (sm90_fp8xfp8 after ...)
             con.print(
                 f"  [dim]ARCH_UNSUPPORTED on {dep.device.arch.value}: {names} (--all-reasons or --json for "
                 "their other reasons)[/dim]"

@@ -80,9 +80,17 @@ def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any
                 f"{command} needs MODEL (or the manual flags {' '.join(_MANUAL_REQUIRED)})",
                 fix=f"e.g. moe-oracle {command} deepseek-ai/DeepSeek-V4-Flash ...",
             )
+        from moe_oracle.errors import UnsupportedArchitectureError
         from moe_oracle.model.resolve import resolve_model
 
-        return resolve_model(model)
+        try:
+            return resolve_model(model)
+        except UnsupportedArchitectureError as exc:
+            if exc.manual_words:  # the user's own command, MODEL replaced by the manual flags (+ --checkpoint)
+                from moe_oracle.cli.options import manual_command_fix
+
+                raise UnsupportedArchitectureError(exc.message, fix=manual_command_fix(model, exc, command)) from None
+            raise
     if model is not None:
         raise BadInputError(
             f"MODEL {model!r} and the manual flags ({', '.join(given)}) both describe the model",

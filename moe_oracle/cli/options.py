@@ -27,10 +27,20 @@ def _apply(f: Callable[..., Any], opts: list[Callable[..., Any]]) -> Callable[..
     return f
 
 
+def _complete_device(ctx: Any, param: Any, incomplete: str) -> list[str]:
+    """Shell completion of --device: the catalogue's names and ``local``."""
+    from moe_oracle.spec.device import DEVICES
+
+    return [name for name in (*sorted(DEVICES), "local") if name.startswith(incomplete.lower())]
+
+
 def _device_option() -> list[Callable[..., Any]]:
     return [
         click.option(
-            "--device", default=None, help="Device name (h100, h200, b200, b300, gb200, mi355x, ...) or local."
+            "--device",
+            default=None,
+            shell_complete=_complete_device,
+            help="Device name (h100, h200, b200, b300, gb200, mi355x, ...) or local.",
         )
     ]
 
@@ -235,6 +245,21 @@ def low_precision_option(f: Callable[..., Any]) -> Callable[..., Any]:
         help="Let automatic selection choose a variant that quantizes activations to 4 bits (accuracy class a4) "
         "for a checkpoint whose activations are not 4-bit (e.g. aiter a4w4 for MXFP4 experts).",
     )(f)
+
+
+def manual_command_fix(model: str, exc: Any, command: str) -> str:
+    """The user's own command with MODEL replaced by the manual flags the nearest family reads
+    (``exc.manual_words``), and for ``plan``/``serve`` ``--checkpoint MODEL``: pasted, it runs."""
+    from moe_oracle.cli.app import invoked_args
+    from moe_oracle.shell import shell_join
+
+    args = invoked_args()
+    if model not in args:  # run from the API, not the command line: the flags alone
+        return str(exc.fix)
+    at = args.index(model)
+    words = list(exc.manual_words) + (["--checkpoint", model] if command in ("plan", "serve") else [])
+    new = ["moe-oracle", *args[:at], *words, *args[at + 1 :]]
+    return f"describe it by hand as the nearest family reads it (check against the model card): {shell_join(new)}"
 
 
 #: The parameters that set a parallel layout (native and engine spellings): none given means "propose one".

@@ -86,7 +86,7 @@ class AskedQuestion:
         if problems:
             first = problems[0]
             raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix)
-        check_ep_experts(self.model, deployment)
+        check_ep_experts(self.model, deployment, proposed=self.layout_why is not None)
         from moe_oracle.decide.engine_flags import check_all2all, check_step_batch
 
         check_all2all(self.engine, self.flags.all2all_backend)
@@ -113,13 +113,20 @@ class AskedQuestion:
         return replace(resolved, software=chosen, software_origin=why)
 
 
-def check_ep_experts(model: ModelDescription, deployment: Deployment) -> None:
+def check_ep_experts(model: ModelDescription, deployment: Deployment, *, proposed: bool = False) -> None:
     """An expert-parallel group larger than a layer group's routed experts is refused (exit 2): ranks past the
-    expert count would hold no expert, and every kernel divides the experts over the EP ranks."""
+    expert count would hold no expert, and every kernel divides the experts over the EP ranks. A layout moe-oracle
+    proposed (``proposed``: no layout flag given) over more GPUs than experts is not refused where the plan serves
+    it as replicas inside one domain whose EP divides the experts (GB200 NVL72 racks: nine DP8+EP8 per rack)."""
+    import math
+
+    from moe_oracle.decide.layout import splits_into_replicas
     from moe_oracle.errors import DeploymentError
 
     par, gpn = deployment.parallel, deployment.topology.gpus_per_node
     ep = par.ep
+    if proposed and splits_into_replicas(deployment, math.gcd(*(g.num_experts for g in model.layer_groups))):
+        return  # the plan serves replicas inside one domain whose EP divides the experts; select names them
     for group in model.layer_groups:
         experts = group.num_experts
         if ep > experts:

@@ -40,6 +40,9 @@ from moe_oracle.spec.deployment import Deployment
 GIB = 1 << 30
 
 
+#: Context lengths (tokens) at which the fit says how many sequences the KV cache holds at once.
+CONCURRENCY_CONTEXTS = (4096, 32768, 131072)
+
 #: Below this many tokens of KV cache for one sequence a deployment is not worth starting.
 MIN_CONTEXT = 4096
 
@@ -75,6 +78,21 @@ class Fit:
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = field(default=())
     weighed_all: bool = True  # False: the family has no footprint entry, only the routed experts were weighed
+
+    def sequences_at(self, context: int) -> int | None:
+        """How many sequences of ``context`` tokens each the KV cache of one rank holds at once (each sequence
+        its per-token bytes times its length plus its fixed part); None when the KV size per token is unknown."""
+        if not self.kv_bytes_per_token or context < 1:
+            return None
+        return self.kv_bytes // (self.kv_bytes_per_token * context + self.kv_bytes_fixed)
+
+    def concurrency(self) -> list[tuple[int, int]]:
+        """(context length, sequences one rank holds) at :data:`CONCURRENCY_CONTEXTS` up to the model's context,
+        and the model's own context."""
+        lengths = [n for n in CONCURRENCY_CONTEXTS if self.model_context is None or n < self.model_context]
+        if self.model_context is not None:
+            lengths.append(self.model_context)
+        return [(n, seqs) for n in lengths if (seqs := self.sequences_at(n)) is not None]
 
     @property
     def usable_bytes(self) -> int:
@@ -115,6 +133,7 @@ class Fit:
             "kv_bytes_per_token": self.kv_bytes_per_token,
             "kv_bytes_fixed_per_sequence": self.kv_bytes_fixed,
             "max_context_one_sequence": self.max_context,
+            "concurrent_sequences_per_rank": [{"context": n, "sequences": k} for n, k in self.concurrency()],
             "model_context": self.model_context,
             "mtp_built": self.mtp_built,
             "reasons": [r.to_json() for r in self.reasons],
@@ -138,6 +157,12 @@ class Fit:
         if self.max_context is not None:
             cap = f" of the model's {self.model_context:,}" if self.model_context else ""
             out.append(f"  longest single sequence the KV cache holds: {self.max_context:,} tokens{cap}")
+        held = self.concurrency()
+        if held and self.fits:
+            out.append(
+                "  concurrent sequences one rank's KV cache holds (each attention-DP rank its own): "
+                + ", ".join(f"{k:,} at {n:,} tokens" for n, k in held)
+            )
         out.append(f"  verdict: {self.verdict}")
         for r in self.reasons:
             out.append(f"  [{r.code.value}] {r.message}. Fix: {r.remediation}")

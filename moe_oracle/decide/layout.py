@@ -11,6 +11,7 @@ with the number of GPUs that would hold it. Explicit flags are judged as given.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from moe_oracle.decide.fit import GIB, Fit, measure_fit
@@ -52,20 +53,29 @@ def propose_layout(
     probe, _ = build_deployment(flags)
     topo = probe.topology
     world = topo.world_size
-    _check_proposable(model, topo.nodes, topo.gpus_per_node, world)
+    experts = math.gcd(*(g.num_experts for g in model.layer_groups))
+    replicated = False
+    if 1 < world <= _MAX_RANKS:
+        proposed, _ = build_deployment(replace(flags, tp=1, dp=world, ep=world, pp=1))
+        replicated = splits_into_replicas(proposed, experts)
+    _check_proposable(model, topo.nodes, topo.gpus_per_node, world, replicated)
     chosen = replace(flags, tp=1, dp=world, ep=world, pp=1)
     deployment, _ = build_deployment(chosen)
     fit = measure_fit(model, deployment, engine, memory_fraction=memory_fraction)
     where = f"{topo.nodes} node(s) x {topo.gpus_per_node} {probe.device.name}"
     domain = topo.effective_domain
     split = (
-        f"; it spans {world // domain} NVLink/XGMI domains of {domain}, so the plan serves one DP{domain}+EP{domain} "
-        "replica per domain where a fused backend needs it"
+        f"; it spans {world // domain} NVLink/XGMI domains of {domain}, so the plan serves replicas inside each "
+        "domain where a fused backend needs it (their EP dividing the routed experts)"
         if world > domain
         else f", inside one {domain}-GPU NVLink/XGMI domain (every fused mega-MoE kernel needs EP inside one)"
     )
     settings = fitting_settings(model, deployment, engine) if not fit.fits and memory_fraction is None else None
-    if fit.fits:
+    if world > domain:  # the replicas are fitted, not this layout: the memory fit below is theirs
+        mem = ""
+    elif fit.fits and not fit.weighed_all:
+        mem = "; its routed experts fit in memory (the other weights are not weighed: the memory fit below)"
+    elif fit.fits:
         # no figure here: the plan's Memory line and fit table give the one KV size, with the buffers counted
         mem = "; the weights fit in memory (the KV cache left per rank: the memory fit below)"
     elif settings is not None:
@@ -82,11 +92,40 @@ def propose_layout(
     return LayoutProposal(chosen, why)
 
 
+def replica_size(dep: Deployment, experts: int | None = None) -> int:
+    """The GPUs of one replica: the NVLink/XGMI domain, or where a routed-expert count ``experts`` is given, the
+    largest group inside the domain that tiles it in whole nodes and divides the experts (every fused kernel
+    needs EP inside one domain and the experts divided evenly; EP beyond the expert count leaves ranks without
+    an expert): GB200 NVL72 (72 GPUs in 4-GPU trays) and 256 experts give 8, nine replicas per rack."""
+    topo, par = dep.topology, dep.parallel
+    domain = topo.effective_domain
+    if experts is None:
+        return domain
+    for size in range(domain, 0, -1):
+        if domain % size or size % topo.gpus_per_node or size % par.tp or experts % size:
+            continue
+        return size
+    return domain
+
+
+def splits_into_replicas(deployment: Deployment, experts: int) -> bool:
+    """Whether the plan's replica step serves ``deployment`` as replicas inside one domain whose EP divides the
+    ``experts`` (its EP crosses the domain and such a replica tiles it): then an EP beyond the expert count is
+    never served, and the layout as given is not refused for it."""
+    par, topo = deployment.parallel, deployment.topology
+    if par.ep <= topo.effective_domain or par.ep != par.tp * par.dp or par.pp != 1:
+        return False
+    size = replica_size(deployment, experts)
+    return experts % size == 0 and size <= experts and (par.tp * par.dp) % size == 0 and size >= topo.gpus_per_node
+
+
 #: The largest layout size a flag takes (spec/deployment.py ``Count``: 1..2^16).
 _MAX_RANKS = 1 << 16
 
 
-def _check_proposable(model: ModelDescription, nodes: int, gpus_per_node: int, world: int) -> None:
+def _check_proposable(
+    model: ModelDescription, nodes: int, gpus_per_node: int, world: int, replicated: bool = False
+) -> None:
     """DP+EP over every GPU given must be a layout the flags could spell: at most 2^16 ranks and no more
     expert-parallel ranks than routed experts (exit 2, naming the flags that were typed, not a --dp nobody typed)."""
     from moe_oracle.errors import DeploymentError
@@ -98,7 +137,7 @@ def _check_proposable(model: ModelDescription, nodes: int, gpus_per_node: int, w
             fix="give fewer --nodes or --gpus-per-node, or the layout itself (--dp N --ep N)",
         )
     experts = min(g.num_experts for g in model.layer_groups)
-    if world > experts:
+    if world > experts and not replicated:
         ep = max(d for d in range(1, experts + 1) if experts % d == 0 and d <= world)
         raise DeploymentError(
             f"{nodes} node(s) x {gpus_per_node} GPUs = {world} GPUs, more than the {experts} routed experts of "

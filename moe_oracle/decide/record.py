@@ -132,7 +132,7 @@ def _missing(decision: Decision) -> dict[str, Any]:
     return {"bundled_advisories_missing": list(missing)} if missing else {}
 
 
-_FIX_RECORD = "pass a file written by select --json"
+_FIX_RECORD = "pass a file written by select --json [--brief] (or plan --json)"
 
 
 #: The JSON types of the fields a reader of a record sees (``None`` allowed where the decision may have none).
@@ -192,10 +192,50 @@ def _check_visible(data: dict[str, Any]) -> None:
             )
 
 
+#: The fields a brief record keeps (``select --json --brief``): what was asked (``inputs``, with which
+#: ``--replay`` decides again), what was decided per layer group, the fit's verdict and the fingerprint.
+BRIEF_FIELDS = (
+    "schema",
+    "oracle_version",
+    "model",
+    "device",
+    "engine",
+    "override",
+    "chosen",
+    "accuracy_class",
+    "fallback",
+    "software",
+    "workload",
+    "warnings",
+    "fingerprint",
+    "inputs",
+)
+
+
+def brief_record(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` (a ``select --json`` record) cut to a few KB for a bug report: its inputs and fingerprint (so
+    ``select --replay`` and ``plan --replay`` take it as they take the full record), each layer group's name,
+    layers and choice, and the fit's verdict; the candidates and their reasons are left out (the replay prints
+    them again)."""
+    out = {key: doc[key] for key in BRIEF_FIELDS if key in doc}
+    out["layer_groups"] = [
+        {key: g[key] for key in ("name", "layers", "chosen") if key in g}
+        for g in doc.get("layer_groups", [])
+        if isinstance(g, dict)
+    ]
+    fit = doc.get("fit")
+    if isinstance(fit, dict):
+        out["fit"] = {key: fit[key] for key in ("verdict", "needed_bytes", "kv_cache_bytes") if key in fit}
+    out["brief"] = True
+    return out
+
+
 def load_record(path: str | Path) -> dict[str, Any]:
     """A decision record read through the hardened reader (:mod:`moe_oracle.jsonfile`), its top-level fields
     of the documented types."""
     data = read_json_object(path, what="decision record", fix=_FIX_RECORD)
+    if "inputs" not in data and isinstance(data.get("decision"), dict) and "launch" not in data:
+        data = data["decision"]  # a plan --json document: its decision is the record
     if not isinstance(data.get("inputs"), dict):
         raise BadInputError(f"{excerpt(str(path))} is not a decision record (no 'inputs' object)", fix=_FIX_RECORD)
     _check_visible(data)

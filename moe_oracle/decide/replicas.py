@@ -8,10 +8,14 @@ from moe_oracle.spec.deployment import Deployment, Parallelism, Topology
 __all__ = ["replica_deployment"]
 
 
-def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
-    """One domain-sized replica of ``dep`` and how many of them cover its ranks, or why not."""
+def replica_deployment(dep: Deployment, experts: int | None = None) -> tuple[Deployment, int] | str:
+    """One replica of ``dep`` (:func:`moe_oracle.decide.layout.replica_size` GPUs: the domain, or with a routed-expert
+    count the largest group inside it that tiles it in whole nodes and divides the experts) and how many of them
+    cover its ranks, or why not."""
+    from moe_oracle.decide.layout import replica_size
+
     par, topo = dep.parallel, dep.topology
-    domain = topo.effective_domain
+    domain = replica_size(dep, experts)
     group = par.tp * par.dp
     if par.ep != group:
         return f"ep={par.ep} is not tp*dp={group} (replicas are planned for pure expert parallelism)"
@@ -20,7 +24,9 @@ def replica_deployment(dep: Deployment) -> tuple[Deployment, int] | str:
     if domain < topo.gpus_per_node:
         return f"the {domain}-GPU domain is smaller than a {topo.gpus_per_node}-GPU node"
     if domain % par.tp or group % domain:
-        return f"tp={par.tp} and tp*dp={group} do not split into {domain}-GPU domains"
+        return f"tp={par.tp} and tp*dp={group} do not split into {domain}-GPU replicas"
+    if domain >= group:
+        return f"one {domain}-GPU replica is the requested layout itself"
     dp_r = domain // par.tp
     count = group // domain
     nodes_r = -(-domain // topo.gpus_per_node)

@@ -11,15 +11,17 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from moe_oracle.answers.door import decide_resolved
-from moe_oracle.answers.replicas import global_choice, replica_choice
+from moe_oracle.answers.replicas import global_choice, replica_choice, routed_experts, split_reason
 from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.record import decision_fingerprint, decision_to_json
 from moe_oracle.decide.selection import Decision
+from moe_oracle.decide.share_advice import share_advice
 from moe_oracle.errors import (
     BadInputError,
     DeploymentDoesNotFitError,
@@ -70,9 +72,11 @@ class PlanRequest:
     #: Judge against the engine release's own software (a re-plan when the default's replacement build serves
     #: nothing this plan runs; see :meth:`ResolvedQuestion.replacement_unused`).
     release_software: bool = False
+    #: ``--checkpoint``: the checkpoint the engine loads, when MODEL (or the manual flags) only describes it.
+    checkpoint: str | None = None
 
     @classmethod
-    def of(cls, model: str | None, asked: AskedQuestion) -> PlanRequest:
+    def of(cls, model: str | None, asked: AskedQuestion, checkpoint: str | None = None) -> PlanRequest:
         """The plan of ``asked`` (the question ``select`` answers for the same flags), serving ``model``."""
         opts = asked.options
         return cls(
@@ -92,6 +96,7 @@ class PlanRequest:
             max_num_seqs=opts.max_num_seqs,
             layout_why=asked.layout_why,
             description=asked.model,
+            checkpoint=checkpoint,
         )
 
     def asked(self) -> AskedQuestion:
@@ -130,17 +135,27 @@ def _with_user_env(cmd: Command, user_env: dict[str, str]) -> Command:
     return dataclasses.replace(cmd, env=tuple({**user_env, **cmd.env_dict}.items()))
 
 
-def _model_arg(source: str | None, description: ModelDescription) -> str:
-    """The model as the engine's command names it (:func:`_served_name`); a manual description names no checkpoint
-    unless its JSON file gives the model's id (exit 2 otherwise)."""
+def _model_arg(source: str | None, description: ModelDescription, checkpoint: str | None = None) -> str:
+    """The model as the engine's command names it: ``checkpoint`` (``--checkpoint``, a config.json: its directory)
+    when given, else MODEL (:func:`_served_name`); a manual description names no checkpoint unless its JSON file
+    gives the model's id (exit 2 otherwise)."""
+    if checkpoint is not None:
+        if not checkpoint.strip() or "\x00" in checkpoint:
+            raise BadInputError(f"--checkpoint {checkpoint!r} is empty", fix=_CHECKPOINT_FIX)
+        return str(Path(checkpoint).parent) if Path(checkpoint).name == "config.json" else checkpoint
     if source is None or description.model == MANUAL_MODEL_NAME:
         raise BadInputError(
             'a manual model description (the manual flags, or a JSON file without a "model" id) names no '
             "checkpoint for the engine to load, so it has no serve command",
-            fix="give MODEL as the checkpoint (a Hugging Face id or a local directory with config.json), or put "
-            'its id in the manual JSON\'s "model" field; select and the matrix decide for a manual description',
+            fix=_CHECKPOINT_FIX,
         )
     return served_name(source, description)
+
+
+_CHECKPOINT_FIX = (
+    "name the checkpoint the engine loads with --checkpoint (a Hugging Face id or a local directory with "
+    'config.json), give MODEL as the checkpoint, or put its id in the manual JSON\'s "model" field'
+)
 
 
 def _rejected(decision: Decision) -> list[dict[str, Any]]:
@@ -185,7 +200,7 @@ def _domain_reasons(decision: Decision) -> list[str]:
         for r in c.failures:
             if r.code is ReasonCode.EP_EXCEEDS_DOMAIN:
                 line = f"{c.spec.key}: [{r.code.value}] {r.message}"
-                same_arch = c.failures[0].code is not ReasonCode.ARCH_UNSUPPORTED
+                same_arch = all(f.code is not ReasonCode.ARCH_UNSUPPORTED for f in c.failures)
                 (lines if same_arch else other).append(line)
                 break
     return lines or other
@@ -228,7 +243,7 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
     if req.release_software:
         resolved = resolved.at_release_software()
     description, deployment = resolved.asked.model, resolved.deployment
-    model_arg = _model_arg(req.model, description)
+    model_arg = _model_arg(req.model, description, req.checkpoint)
     software, sw_origin = resolved.software, resolved.software_origin
     override = resolved.override
     eng.check_layout(deployment)
@@ -246,7 +261,11 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
     replica_plan: ReplicaPlan | None = None
     active, active_dep, replicas = decision, deployment, 1
     choice = replica_choice(
-        deployment, decision, lambda dep: decide_resolved(resolved, dep), _replica_fits(req, resolved)
+        deployment,
+        decision,
+        lambda dep: decide_resolved(resolved, dep),
+        _replica_fits(req, resolved),
+        routed_experts(description),
     )
     if choice is not None:
         requested_layout = Layout.of(deployment)
@@ -265,6 +284,7 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
                 refused_fingerprint=refused_fp,
                 adopted=choice.adopted,
                 why_not=[] if choice.adopted else [choice.why_not],
+                why=split_reason(deployment, routed_experts(description)),
             )
         if choice.adopted:
             assert choice.decision is not None and choice.deployment is not None
@@ -303,12 +323,21 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
         raise refusal
     parts: EngineParts = eng.build(ctx)
     warnings = deployment_warnings(deployment) + list(active.warnings)
+    advice = share_advice(
+        req.engine,
+        active_dep,
+        fit,
+        given=req.memory_fraction is not None,
+        hidden=description.main_group.hidden_size,
+    )
+    if advice is not None:
+        settings_why = f"{settings_why}; {advice}" if settings_why else advice
     notes = list(parts.notes)
     notes += active.advisory_notes()
     return LaunchPlan(
         engine=req.engine.value,
         engine_version=parts.version,
-        model=description.model,
+        model=model_arg if description.model == MANUAL_MODEL_NAME else description.model,
         architecture=description.architecture,
         device=deployment.device.name,
         arch=deployment.device.arch.value,

@@ -18,6 +18,7 @@ from moe_oracle.fit.engines import RELEASE_PROFILE
 from moe_oracle.inputs import DeploymentFlags
 from moe_oracle.launch.build import PlanRequest, build_plan
 from moe_oracle.launch.model import LaunchPlan
+from moe_oracle.launch.prerequisites import with_prerequisites
 from moe_oracle.launch.render import render_markdown
 from moe_oracle.output import ensure_directory, write_text_file
 from moe_oracle.rules import Engine
@@ -147,7 +148,7 @@ def compare(release: LaunchPlan, everything: LaunchPlan) -> list[str]:
 
 
 def render_example(example: Example, engine: Engine) -> str:
-    release = build_plan(example.request(engine))
+    release = with_prerequisites(build_plan(example.request(engine)), example.request(engine))
     everything = build_plan(example.request(engine, "all"))
     title = f"{example.title}, {'vLLM' if engine is Engine.VLLM else 'SGLang'} {release.engine_version}"
     text = render_markdown(release, title=title, regenerate=REGENERATE, comparison=compare(release, everything))

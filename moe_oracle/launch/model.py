@@ -39,9 +39,12 @@ class ReplicaPlan:
     refused_fingerprint: str
     adopted: bool
     why_not: list[str] = field(default_factory=list)
+    #: Why the requested layout is split (it crosses the domain, or its EP exceeds or does not divide the experts).
+    why: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "why": self.why,
             "count": self.count,
             "adopted": self.adopted,
             "layout": self.layout.to_json(),
@@ -83,6 +86,9 @@ class LaunchPlan:
     layout_why: str | None = None  # set when the oracle chose the layout (no layout flag given)
     settings_why: str | None = None  # set when the oracle chose engine memory settings (the defaults do not fit)
     decision_obj: Any = None  # the Decision behind ``decision`` (not serialized)
+    #: What to install beyond the engine release, how the path was validated, the stock alternative
+    #: (:mod:`moe_oracle.launch.prerequisites`; printed first).
+    prerequisites: list[str] = field(default_factory=list)
 
     @property
     def fused(self) -> bool:
@@ -135,6 +141,7 @@ class LaunchPlan:
             "notes": list(self.notes),
             "warnings": list(self.warnings),
             "fingerprint": self.fingerprint,
+            "prerequisites": list(self.prerequisites),
             "fit": None if self.fit is None else self.fit.to_json(),
             "layout_chosen": self.layout_why,
             "settings_chosen": self.settings_why,

@@ -1,4 +1,4 @@
-"""Plain-text and Markdown renderings of a :class:`LaunchPlan` (copy-paste friendly, no wrapping)."""
+"""Plain-text and Markdown renderings of a :class:`LaunchPlan` (copy-paste friendly: commands are never wrapped)."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ def summary_lines(plan: LaunchPlan) -> list[str]:
     if rep is not None:
         if rep.adopted:
             out.append(
-                f"Layout: {rep.count} replicas of {rep.layout.label()} (one per NVLink/XGMI domain) instead of the "
-                f"requested {rep.requested.label()}, which crosses the {rep.requested.domain_size}-GPU domain."
+                f"Layout: {rep.count} replicas of {rep.layout.label()} (each inside one NVLink/XGMI domain) instead of "
+                f"the requested {rep.requested.label()}, which {rep.why}."
             )
         else:
             out.append(f"Layout: {plan.layout.label()} as requested (replicas considered, not adopted).")
@@ -104,7 +104,7 @@ def replica_lines(plan: LaunchPlan) -> list[str]:
         return []
     out = [
         f"Requested layout {rep.requested.label()} on {rep.requested.nodes} node(s) is refused for every fused "
-        f"backend: expert parallelism crosses the {rep.requested.domain_size}-GPU NVLink/XGMI domain."
+        f"backend: its expert parallelism {rep.why}."
     ]
     for line in rep.refused_reasons[:4]:
         out.append(f"  {line}")
@@ -141,8 +141,32 @@ def command_blocks(plan: LaunchPlan) -> list[tuple[str, str]]:
     return [(cmd.where, cmd.shell()) for cmd in plan.commands]
 
 
-def render_text(plan: LaunchPlan, *, all_reasons: bool = False) -> str:
+def wrap_line(line: str, width: int) -> list[str]:
+    """``line`` wrapped at spaces to ``width`` columns, its indent kept and two more on the lines it wraps to
+    (``- `` items and ``  [CODE]`` reasons alike); no word is cut, so a path or identifier longer than the width
+    stays whole on its own line."""
+    import textwrap
+
+    if len(line) <= width:
+        return [line]
+    indent = len(line) - len(line.lstrip(" "))
+    lead = " " * indent
+    return textwrap.wrap(
+        line[indent:],
+        width=width,
+        initial_indent=lead,
+        subsequent_indent=lead + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
+
+
+def render_text(plan: LaunchPlan, *, all_reasons: bool = False, width: int | None = None) -> str:
+    """The plan as text; ``width``: wrap its prose to that many columns (the terminal's), the launch commands
+    left whole (they are pasted: one flag per line already, never re-wrapped)."""
     lines = [f"# moe-oracle plan: {headline(plan)}", ""]
+    if plan.prerequisites:
+        lines += ["## Before you start", *(f"- {p}" for p in plan.prerequisites), ""]
     lines += summary_lines(plan)
     for w in plan.warnings:
         lines.append(f"warning: {w}")
@@ -154,8 +178,10 @@ def render_text(plan: LaunchPlan, *, all_reasons: bool = False) -> str:
     lines += ["", "## Launch"]
     if plan.placeholders:
         lines.append("Set first: " + "; ".join(f"{k} = {v}" for k, v in plan.placeholders.items()))
+    verbatim: set[int] = set()
     for where, shell in command_blocks(plan):
         lines.append(f"# {where}")
+        verbatim.add(len(lines))
         lines.append(shell)
     if plan.fit is not None:
         lines += ["", "## Memory fit"]
@@ -167,6 +193,8 @@ def render_text(plan: LaunchPlan, *, all_reasons: bool = False) -> str:
     if plan.notes:
         lines += ["", "## Notes"]
         lines += [f"- {n}" for n in plan.notes]
+    if width is not None:
+        lines = [out for n, line in enumerate(lines) for out in ([line] if n in verbatim else wrap_line(line, width))]
     return "\n".join(lines) + "\n"
 
 
@@ -179,6 +207,8 @@ def render_markdown(plan: LaunchPlan, *, title: str, regenerate: str, comparison
         f"**{headline(plan)}**",
         "",
     ]
+    if plan.prerequisites:
+        lines += ["Before you start:", "", *(f"- {p}" for p in plan.prerequisites), ""]
     lines += [f"- {s.strip()}" for s in summary_lines(plan)]
     for w in plan.warnings:
         lines.append(f"- warning: {w}")

@@ -35,12 +35,13 @@ details.legend td, details.legend th { border: 1px solid var(--line); padding: 3
 .controls button { cursor: pointer; }
 .controls select { max-width: 22rem; }
 #count { font-size: 0.85rem; color: var(--muted); margin-left: auto; }
-.tablewrap { padding: 0 20px 20px; }
+.tablewrap { margin: 0 20px 20px; overflow: auto; max-height: calc(100vh - var(--sticky, 0px) - 8px);
+  max-width: calc(100vw - 40px); }
 table.matrix caption { text-align: left; padding: 4px 0; }
 table.matrix { border-collapse: separate; border-spacing: 0; width: 100%; margin-top: 8px; }
 table.matrix th, table.matrix td { border-bottom: 1px solid var(--line); padding: 4px 7px; text-align: left;
   vertical-align: top; white-space: nowrap; }
-table.matrix thead th { position: sticky; top: var(--sticky, 0px); background: var(--head); z-index: 1; padding: 0; }
+table.matrix thead th { position: sticky; top: 0; background: var(--head); z-index: 1; padding: 0; }
 table.matrix thead th button { all: unset; display: block; padding: 6px 8px; cursor: pointer; font-weight: 600;
   width: 100%; box-sizing: border-box; }
 table.matrix thead th button:focus-visible { outline: 2px solid var(--focus); outline-offset: -2px; }
@@ -55,6 +56,15 @@ td small, .sub { color: var(--muted); font-size: 0.85em; }
 .v-supported { background: var(--ok-bg); color: var(--ok-fg); }
 .v-unverifiable { background: var(--un-bg); color: var(--un-fg); }
 .v-rejected { background: var(--no-bg); color: var(--no-fg); }
+.v-nofit { background: #f3e8ff; color: #6e2fb3; }
+figure.chart { margin: 4px 0 10px; }
+figure.chart svg { max-width: 100%; height: auto; font-family: inherit; }
+ul.legend-list { list-style: none; padding: 0; margin: 4px 0; font-size: 0.85rem; }
+ul.legend-list li { margin: 2px 0; }
+.swatch { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 6px; }
+table.matrix td.reason { white-space: normal; min-width: 12rem; max-width: 18rem; }
+table.matrix td.reason small { display: block; }
+table.matrix td.choice { white-space: normal; max-width: 14rem; overflow-wrap: anywhere; }
 tr.other-arch .v-rejected { background: transparent; color: var(--muted); font-weight: 400; }
 .chosen { font-weight: 700; }
 aside#detail { position: fixed; right: 0; top: 0; bottom: 0; width: min(34rem, 100vw);
@@ -93,8 +103,9 @@ JS = r"""
   var hideArch = document.getElementById("hide-arch");
   var selects = Array.prototype.slice.call(document.querySelectorAll("select[data-filter]"));
   var headers = Array.prototype.slice.call(table.tHead.rows[0].cells);
-  var VERDICT = {s: "supported", u: "unverifiable", r: "rejected"};
-  var MARK = {s: "\u2713", u: "?", r: "\u2717"};
+  var VERDICT = {s: "supported", u: "unverifiable", r: "rejected", m: "no fit"};
+  var CLASS = {s: "supported", u: "unverifiable", r: "rejected", m: "nofit"};
+  var MARK = {s: "\u2713", u: "?", r: "\u2717", m: "\u2298"};
   var STAR = "\u2605";
 
   function pad(n) { return ("00000" + n).slice(-6); }
@@ -120,9 +131,65 @@ JS = r"""
   function chip(verdict, chosen, long) {
     var text = chosen ? STAR + " " + (long ? VERDICT[verdict] + ", the oracle's choice" : "chosen")
       : MARK[verdict] + " " + VERDICT[verdict];
-    var attrs = {"class": "v v-" + VERDICT[verdict] + (chosen ? " chosen" : ""), text: text};
+    var attrs = {"class": "v v-" + CLASS[verdict] + (chosen ? " chosen" : ""), text: text};
     if (chosen && !long) { attrs.title = VERDICT[verdict] + ", the oracle's choice"; }
     return el("span", attrs);
+  }
+
+  var COLORS = ["#0969da", "#bf3989", "#1a7f37", "#9a6700", "#8250df", "#cf222e"];
+
+  function svg(tag, attrs, text) {
+    var node = document.createElementNS("http://www.w3.org/2000/svg", tag);
+    Object.keys(attrs).forEach(function (k) { node.setAttribute(k, attrs[k]); });
+    if (text !== undefined) { node.textContent = text; }
+    return node;
+  }
+
+  // Expected microseconds per MoE layer call against tokens per rank (both axes log scale), one line per
+  // eligible path, with each curve's basis in the legend below (inline SVG: no network, no library).
+  function costChart(curves) {
+    var W = 480, H = 260, L = 56, R = 12, T = 10, B = 34;
+    var ts = curves[0].t, all = [];
+    curves.forEach(function (c) { all = all.concat(c.us); });
+    var lo = Math.log10(Math.max(Math.min.apply(null, all), 0.1)), hi = Math.log10(Math.max.apply(null, all));
+    if (hi - lo < 0.5) { hi = lo + 0.5; }
+    lo = Math.floor(lo * 2) / 2; hi = Math.ceil(hi * 2) / 2;
+    var x = function (t) { return L + (W - L - R) * Math.log2(t) / Math.max(Math.log2(ts[ts.length - 1]), 1); };
+    var y = function (us) { return T + (H - T - B) * (1 - (Math.log10(us) - lo) / (hi - lo)); };
+    var root = svg("svg", {viewBox: "0 0 " + W + " " + H, width: "100%", role: "img",
+      "aria-label": "expected cost in microseconds against tokens per rank", "class": "chart"});
+    ts.forEach(function (t) {
+      root.appendChild(svg("line", {x1: x(t), x2: x(t), y1: T, y2: H - B, stroke: "#eaeef2"}));
+      root.appendChild(svg("text", {x: x(t), y: H - B + 14, "text-anchor": "middle", "font-size": "10"},
+        t >= 1024 ? (t / 1024) + "K" : String(t)));
+    });
+    for (var e = Math.ceil(lo); e <= Math.floor(hi); e++) {
+      var ye = y(Math.pow(10, e));
+      root.appendChild(svg("line", {x1: L, x2: W - R, y1: ye, y2: ye, stroke: "#d1d9e0"}));
+      root.appendChild(svg("text", {x: L - 4, y: y(Math.pow(10, e)) + 3, "text-anchor": "end", "font-size": "10"},
+        String(Math.pow(10, e))));
+    }
+    root.appendChild(svg("text", {x: (L + W - R) / 2, y: H - 4, "text-anchor": "middle", "font-size": "11"},
+      "tokens per rank"));
+    root.appendChild(svg("text", {x: 12, y: (T + H - B) / 2, "font-size": "11", "text-anchor": "middle",
+      transform: "rotate(-90 12 " + (T + H - B) / 2 + ")"}, "us per layer call"));
+    curves.forEach(function (c, i) {
+      var d = c.t.map(function (t, k) { return (k ? "L" : "M") + x(t).toFixed(1) + " " + y(c.us[k]).toFixed(1); });
+      root.appendChild(svg("path", {d: d.join(" "), fill: "none", stroke: COLORS[i % COLORS.length],
+        "stroke-width": c.chosen ? "2.5" : "1.5", "stroke-dasharray": c.kind === "measured" ? "" : "5 3"}));
+    });
+    var wrap = el("figure", {"class": "chart"});
+    wrap.appendChild(root);
+    var legend = el("ul", {"class": "legend-list"});
+    curves.forEach(function (c, i) {
+      var swatch = el("span", {"class": "swatch", style: "background:" + COLORS[i % COLORS.length]});
+      legend.appendChild(el("li", {}, [swatch,
+        el("code", {text: c.path}), c.chosen ? " (chosen)" : "", " ", el("small", {text: c.basis})]));
+    });
+    wrap.appendChild(legend);
+    wrap.appendChild(el("figcaption", {"class": "muted note", text: "Solid: measured basis; dashed: published or " +
+      "roofline. The figures select ranks by (cost model), not a benchmark of this deployment."}));
+    return wrap;
   }
 
   function same(a, b) {
@@ -139,15 +206,17 @@ JS = r"""
     model: firstOf(D.scenarios, function (s) { return s.model; }),
     topology: firstOf(D.scenarios, function (s) { return s.topology; })
   };
-  var VORDER = {s: "1", u: "2", r: "3"};
+  var VORDER = {s: "1", m: "2", u: "3", r: "4"};
 
   var rows = D.cells.map(function (c, n) {
     var sc = D.scenarios[c[0]], v = D.variants[c[1]], verdict = c[2], chosen = c[3] === 1;
     var why = shown(verdict, c[5]);
-    var first = why.length ? D.reasons[why[0]][0] : "";
-    var otherArch = verdict === "r" && first === "ARCH_UNSUPPORTED";
+    var first = verdict === "m" ? "DEPLOYMENT_MEMORY_EXCEEDED" : why.length ? D.reasons[why[0]][0] : "";
+    var otherArch = verdict === "r" && why.some(function (id) { return D.reasons[id][0] === "ARCH_UNSUPPORTED"; });
     var title;
-    if (verdict === "s") {
+    if (verdict === "m") {
+      title = v.key + ": eligible, but the deployment does not fit in memory: " + sc.memory_need + " GiB";
+    } else if (verdict === "s") {
       var cost = c[4] === null ? "" : "; expected " + c[4] + " us per layer call";
       title = v.key + ": supported" + (chosen ? ", the oracle's choice" : "") + cost +
         (chosen ? "" : "; the oracle chose " + (sc.scenario_choice || "none"));
@@ -167,9 +236,11 @@ JS = r"""
     D.extra.forEach(function (k) { tds.push(el("td", {text: sc[k]})); });
     tds.push(el("td", {}, [el("code", {text: v.variant}), " ", el("small", {text: v.label})]));
     tds.push(el("td", {}, [chip(verdict, chosen)]));
-    tds.push(el("td", {}, first ? [el("code", {text: first}),
-      why.length > 1 ? el("small", {text: " +" + (why.length - 1)}) : null] : []));
-    tds.push(el("td", {}, [choice]));
+    tds.push(el("td", {"class": "reason"}, verdict === "m"
+      ? [el("code", {text: first}), el("small", {text: " " + sc.memory_need})]
+      : first ? [el("code", {text: first}), why.length > 1 ? el("small", {text: " +" + (why.length - 1)}) : null]
+      : []));
+    tds.push(el("td", {"class": "choice"}, [choice]));
     var tr = el("tr", {"data-i": String(n), tabindex: "0", title: title}, tds);
     if (otherArch) { tr.className = "other-arch"; }
     var keys = {
@@ -280,6 +351,7 @@ JS = r"""
      ["topology", sc.topology + ": " + sc.nodes + " node(s) x " + sc.gpus_per_node + " GPUs, domain " +
       sc.domain_size + "; tp " + sc.tp + ", dp " + sc.dp + ", ep " + sc.ep],
      ["engine", sc.engine], ["software", sc.software],
+     ["memory fit", sc.memory_fit + (sc.memory_need ? " (" + sc.memory_need + " GiB)" : "")],
      ["oracle's choice", sc.scenario_choice || ("none: " + (sc.fallback || "non-fused path"))],
      ["expected cost", c[4] === null ? "" : c[4] + " us per layer call (ranking estimate)"]].forEach(function (kv) {
       if (!kv[1]) { return; }
@@ -287,6 +359,10 @@ JS = r"""
       dl.appendChild(el("dd", {text: kv[1]}));
     });
     panel.appendChild(dl);
+    if (sc.curves && sc.curves.length) {
+      panel.appendChild(el("h3", {text: "Expected cost against tokens per rank (main layer group)"}));
+      panel.appendChild(costChart(sc.curves));
+    }
     panel.appendChild(el("h3", {text: "Reasons on the main layer group"}));
     panel.appendChild(reasonList(c[5]));
     if (c[6].length) {

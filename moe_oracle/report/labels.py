@@ -13,6 +13,7 @@ CHOSEN = "★"
 SUPPORTED = "✓"
 UNVERIFIABLE = "?"
 REJECTED = "✗"
+NO_FIT = "⊘"
 
 #: Abbreviations for the 120-column terminal table (markdown and HTML show full codes).
 _SHORT: dict[str, str] = {
@@ -49,6 +50,10 @@ def short_code(code: ReasonCode | str) -> str:
 def cell_mark(cell: Cell, *, short: bool = False) -> str:
     """``★`` chosen, ``✓`` supported, ``? CODE`` unverifiable, ``✗ CODE +N`` rejected."""
     lower = "" if cell.accuracy_class == "standard" else f" {cell.accuracy_class}"
+    if cell.no_fit:  # eligible, but the deployment does not fit: the need per rank, not a supported mark
+        need = cell.scenario.need_gib
+        figure = "" if need is None else f" {need:.0f}G" if short else f" {need:.1f} GiB/rank"
+        return f"{NO_FIT} {'MEM' if short else 'NO FIT'}{figure}"
     if cell.verdict is Verdict.SUPPORTED:
         if cell.chosen:
             return (f"{CHOSEN} convert" if cell.conversion else f"{CHOSEN} chosen") + lower
@@ -89,7 +94,12 @@ def hidden_other_arch(matrix: Matrix, rows: Sequence[int]) -> tuple[list[int], l
 LEGEND: tuple[tuple[str, str], ...] = (
     (f"{CHOSEN} chosen", "supported, and the oracle's choice for the scenario (what `moe-oracle select` picks)"),
     (f"{CHOSEN} convert", "the oracle's choice after converting the routed experts at load (e.g. MXFP4 to FP8)"),
-    (SUPPORTED, "supported: eligible, not chosen (higher expected cost)"),
+    (SUPPORTED, "supported: eligible, not chosen (higher expected cost); the deployment fits in memory"),
+    (
+        f"{NO_FIT} NO FIT N GiB/rank",
+        "eligible, but the deployment does not fit in memory: one rank needs N GiB (weights, symmetric buffers "
+        "and reserve) against the engine's share of the GPU (`moe-oracle select` exits 7 with the fix)",
+    ),
     (f"{UNVERIFIABLE} CODE", "unverifiable: eligible except for rules not verifiable from declarations"),
     (f"{CHOSEN}{UNVERIFIABLE} CODE", "unverifiable, yet the oracle's choice (select notes the unverifiable rules)"),
     (f"{REJECTED} CODE +N", "rejected: the first failing rule's reason code, and how many more rules fail"),

@@ -46,9 +46,14 @@ def render_markdown(matrix: Matrix) -> str:
         "",
         *md_table(["mark", "meaning"], [[f"`{m}`", t] for m, t in L.LEGEND]),
         "",
+        "Every verdict counts memory: each scenario is fitted as `moe-oracle select` fits it (weights as the "
+        "engine places them, the plan's symmetric buffers, the runtime reserve, against the engine's share of one "
+        "GPU), and where the deployment does not fit, an eligible variant is marked "
+        f"`{L.NO_FIT} NO FIT` with what one rank needs, never `{L.SUPPORTED}`, and nothing is starred.",
+        "",
         "Reason codes are explained in `reason-codes.md` (`moe-oracle list reasons`); each variant's rules in "
-        "`variants.md`. Variants built for another GPU architecture are left out of a device's table and named "
-        "below it.",
+        "`variants.md`. Variants built for another GPU architecture (refused with `ARCH_UNSUPPORTED` by any rule) "
+        "are left out of a device's table and named below it.",
         "",
         "## Topologies",
         "",
@@ -113,6 +118,14 @@ def render_markdown(matrix: Matrix) -> str:
                 ]
             )
         lines += md_table(header, body)
+        no_fit = [matrix.scenarios[i] for i in page.rows if not matrix.scenarios[i].fits]
+        if no_fit:
+            lines += [
+                "",
+                f"Does not fit in memory (`{L.NO_FIT}`): "
+                + "; ".join(f"{sc.spec.model.model} {sc.spec.topology.name}: {sc.need_text}" for sc in no_fit)
+                + " GiB.",
+            ]
         if hidden_specs:
             lines += ["", f"Not shown (`ARCH_UNSUPPORTED` on {device.arch.value}): {L.hidden_summary(hidden_specs)}."]
         notes = L.page_advisories(matrix, page.rows)

@@ -15,7 +15,7 @@ from enum import Enum
 from typing import Any
 
 from moe_oracle.answers.door import settle
-from moe_oracle.decide.fit import Fit
+from moe_oracle.decide.fit import GIB, Fit
 from moe_oracle.decide.record import decision_fingerprint
 from moe_oracle.decide.selection import Candidate, Decision
 from moe_oracle.model.types import MoELayerGroup, layer_span
@@ -79,6 +79,16 @@ class MatrixScenario:
     decision: Decision
     memory: str = "FITS"
     fingerprint: str = ""  # the fingerprint of `select --json` for this scenario's question
+    #: What one rank needs against the engine's share (GiB), from the scenario's fit; None when not measured.
+    need_gib: float | None = None
+    usable_gib: float | None = None
+
+    @property
+    def need_text(self) -> str:
+        """``133.4 GiB per rank against 128.6`` (the fit's figures), or "" when not measured."""
+        if self.need_gib is None or self.usable_gib is None:
+            return ""
+        return f"{self.need_gib:.1f} GiB per rank against {self.usable_gib:.1f}"
 
     @property
     def id(self) -> str:
@@ -130,6 +140,7 @@ class MatrixScenario:
             "scenario_choice": self.chosen,
             "fallback": self.fallback,
             "memory_fit": self.memory,
+            "memory_need": self.need_text,
             "advisory_notes": list(self.advisory_notes),
             **({"fingerprint": self.fingerprint} if self.fingerprint else {}),
             "select_command": spec.select_command(),
@@ -187,8 +198,15 @@ class Cell:
 
     @property
     def other_arch(self) -> bool:
-        """Rejected first for the GPU architecture: the variant is built for another device."""
-        return self.code is ReasonCode.ARCH_UNSUPPORTED
+        """Rejected for the GPU architecture (by any of its failing rules): the variant is built for another
+        device, whatever else it would refuse."""
+        return self.verdict is Verdict.REJECTED and any(r.code is ReasonCode.ARCH_UNSUPPORTED for r in self.failures)
+
+    @property
+    def no_fit(self) -> bool:
+        """Eligible (supported or unverifiable), but the scenario's deployment does not fit in memory: not a
+        deployment that serves, so not marked supported."""
+        return self.verdict is not Verdict.REJECTED and not self.scenario.fits
 
     @property
     def id(self) -> str:
@@ -203,6 +221,7 @@ class Cell:
             "key": self.variant.key,
             "target": self.variant.target,
             "verdict": self.verdict.value,
+            "fits_in_memory": not self.no_fit,
             "chosen": self.chosen,
             "accuracy_class": self.accuracy_class,
             "code": None if self.code is None else self.code.value,
@@ -326,7 +345,7 @@ def build_matrix(
     for spec in scenarios:
         decision, fit = _decide_and_fit(spec, reg)
         fingerprint = decision_fingerprint(decision) if fingerprints else ""
-        msc = MatrixScenario(spec, decision, fit.verdict, fingerprint)
+        msc = MatrixScenario(spec, decision, fit.verdict, fingerprint, fit.needed_bytes / GIB, fit.usable_bytes / GIB)
         decided.append(msc)
         rows.append(tuple(Cell(v, msc, _group_verdicts(decision, v, msc.fits)) for v in reg.variants))
     return Matrix(reg.variants, tuple(decided), tuple(rows), command, reg.broken)

@@ -28,6 +28,8 @@ def _cell_text(cell: Cell) -> Any:
     from rich.text import Text
 
     mark = L.cell_mark(cell, short=True)
+    if cell.no_fit:
+        return Text(mark, style="magenta")
     if cell.verdict is Verdict.SUPPORTED and cell.chosen:
         return Text(mark, style="bold green")
     return Text(mark, style=_STYLE[cell.verdict] if not cell.other_arch else "dim")
@@ -121,8 +123,12 @@ def render_table(matrix: Matrix, con: Console) -> None:
         )
     )
     con.print(
-        f"{L.CHOSEN} oracle's choice   {L.SUPPORTED} supported   "
-        f"{L.UNVERIFIABLE} CODE unverifiable   {L.REJECTED} CODE +N rejected (first reason's code; N more)"
+        _wrap(
+            f"{L.CHOSEN} oracle's choice   {L.SUPPORTED} supported (and fits)   {L.NO_FIT} MEM NG eligible, but one "
+            f"rank needs N GiB, more than the engine's share   {L.UNVERIFIABLE} CODE unverifiable   "
+            f"{L.REJECTED} CODE +N rejected (first reason's code; N more)",
+            width,
+        )
     )
     if any(c.accuracy_class != "standard" and c.verdict is not Verdict.REJECTED for c in matrix.all_cells()):
         con.print(
@@ -142,7 +148,7 @@ def render_table(matrix: Matrix, con: Console) -> None:
         con.print(
             _wrap(
                 f"memory: {len(no_fit)} scenario(s) cannot hold their weights, so nothing is the oracle's choice there "
-                f"(select shows the fit): {', '.join(no_fit)}",
+                f"and no variant is marked supported (select shows the fit and its fix): {', '.join(no_fit)}",
                 width,
             )
         )

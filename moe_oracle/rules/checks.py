@@ -39,14 +39,23 @@ def arch_in(archs: Iterable[Arch], *, kernel: str, remediation: str, sources: So
     )
 
 
-def weight_format(accept: Callable[[QuantSpec], bool], *, wants: str, remediation: str, sources: Sources) -> Check:
-    """Routed-expert weights must satisfy ``accept``; ``wants`` describes them for people."""
+def weight_format(
+    accept: Callable[[QuantSpec], bool],
+    *,
+    wants: str,
+    remediation: str,
+    sources: Sources,
+    remediation_for: Callable[[QuantSpec], str | None] | None = None,
+) -> Check:
+    """Routed-expert weights must satisfy ``accept``; ``wants`` describes them for people. ``remediation_for``:
+    the fix for the format found, where ``remediation`` fits only some formats (None: ``remediation``)."""
 
     def test(sc: Scenario) -> Finding | None:
         q = sc.group.weight_quant
         if accept(q) or q.format in INTEGER_FORMATS:  # integer weights: integer_weights() says why
             return None
-        return Finding(f"routed experts are {q.label()}; the kernel consumes {wants}")
+        fix = remediation_for(q) if remediation_for is not None else None
+        return Finding(f"routed experts are {q.label()}; the kernel consumes {wants}", remediation=fix)
 
     return Check(
         ReasonCode.QUANT_UNSUPPORTED, f"routed expert weights are {wants}", remediation, test, sources, Scope.LAYER

@@ -66,6 +66,15 @@ class EngineSupport:
             return bool(spec.runtime)
         return spec.variant in self.variants
 
+    def rule_text(self) -> str:
+        """The rule as a sentence: which variants of which backend the engine wires (``*`` spelled out)."""
+        backend = "every backend" if self.backend == ANY else self.backend
+        if ANY in self.variants:
+            which = "every variant that has a moe-oracle runtime class"
+        else:
+            which = "only the variant" + ("s " if len(self.variants) > 1 else " ") + ", ".join(self.variants)
+        return f"{self.engine} {self.version} wires {which} of {backend}"
+
     def evaluate(self, spec: VariantSpec, scenario: Scenario) -> list[Reason]:
         if not self.serves(spec):
             return [
@@ -73,7 +82,7 @@ class EngineSupport:
                     code=ReasonCode.ENGINE_UNSUPPORTED,
                     message=f"{self.engine} {self.version} has no code path for {spec.key}: {self.unsupported}",
                     remediation=self.remediation,
-                    rule=f"{self.engine} {self.version} wires {self.backend} only as " + ", ".join(self.variants),
+                    rule=self.rule_text(),
                     sources=self.sources,
                 )
             ]

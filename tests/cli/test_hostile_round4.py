@@ -229,8 +229,12 @@ def test_ep_larger_than_the_routed_experts_is_refused_with_a_layout_that_works()
 def test_a_proposed_layout_never_names_a_dp_nobody_typed():
     code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "65536", "--gpus-per-node", "65536")
     assert code == 2 and "--dp 4294967296" not in err and "--nodes 65536 x --gpus-per-node 65536" in one_line(err)
-    code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "64")
-    assert code == 2 and "--dp 512" not in err and "256 routed experts" in one_line(err)
+    # #32 item 4: a proposed layout over more GPUs than experts that the plan serves as replicas inside one domain
+    # (each EP dividing the experts) is answered, not refused: select names the replicas plan runs
+    code, out, err = run("select", FLASH, "--device", "h200", "--nodes", "64")
+    assert code == 0 and "replicas of DP8+EP8" in out, err
+    code, _, err = run("select", FLASH, "--device", "gb200", "--nodes", "75")  # 300 GPUs: no replica tiling
+    assert code == 2 and "--dp 300" not in err and "256 routed experts" in one_line(err)
 
 
 # --- plug-in environment readers -------------------------------------------------------------------------------

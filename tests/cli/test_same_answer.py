@@ -199,7 +199,10 @@ def test_a_manual_description_without_a_checkpoint_is_refused_by_plan_and_serve(
     for command in (("plan", *flags), ("serve", *flags, "--dry-run")):
         r = cli(*command)
         assert r.code == 2 and r.out == ""
-        assert "names no checkpoint for the engine to load" in r.err and "Fix: give MODEL as the checkpoint" in r.err
+        assert (
+            "names no checkpoint for the engine to load" in r.err
+            and "Fix: name the checkpoint the engine loads with --checkpoint" in r.err
+        )
 
 
 def test_a_layout_across_domains_names_both_answers_in_every_command():

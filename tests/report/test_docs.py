@@ -19,8 +19,11 @@ from tests.report.conftest import DOCS, REPO
 def test_committed_doc_is_current(name: str, generated_docs: dict[str, str]):
     path = DOCS / name
     assert path.is_file(), f"docs/{name} is missing; generate it with: {DOCS_COMMAND} (from the repository root)"
-    current = path.read_text(encoding="utf-8")
-    assert current == generated_docs[name], (
+    from moe_oracle.cli.docs import comparable
+
+    # machine-dependent outputs (probe, accuracy timings) are compared by their command only
+    current = comparable(path.read_text(encoding="utf-8"))
+    assert current == comparable(generated_docs[name]), (
         f"docs/{name} is stale (a declaration, preset or rule changed); regenerate it with: {DOCS_COMMAND} "
         "(from the repository root) and commit the result"
     )
@@ -76,12 +79,14 @@ def test_docs_module_and_matrix_docs_write_the_same_files(tmp_path: Path, genera
         capture_output=True,
         text=True,
         cwd=REPO,
-        timeout=120,
+        timeout=300,  # the CLI page runs accuracy (torch) once
     )
     assert p.returncode == 0, p.stderr
+    from moe_oracle.cli.docs import comparable
+
     assert sorted(f.name for f in out.iterdir()) == sorted(FILES)
     for name in FILES:
-        assert (out / name).read_text(encoding="utf-8") == generated_docs[name], name
+        assert comparable((out / name).read_text(encoding="utf-8")) == comparable(generated_docs[name]), name
 
 
 def test_family_table_reads_every_family_and_names_the_true_blockers(generated_docs: dict[str, str]):

@@ -17,6 +17,14 @@ from moe_oracle.rules.recipe import ActQuant, Recipe
 
 BACKEND = "flashinfer_megamoe"
 _FI = "flashinfer-python 0.7.2 flashinfer/moe_ep/backends/mega/kernel/sm100"
+#: Where FlashInfer 0.7.2's MegaMoE maps its EP peers (read in the wheel: pip download --no-deps
+#: flashinfer-python==0.7.2): a load/store address per peer, so every EP rank must be in one NVLink domain.
+_PEERS = (
+    "flashinfer-python 0.7.2 flashinfer/moe_ep/kernel_src/sm100/cutedsl_megamoe/shim/comm.py:129-160 "
+    "(_compute_peer_offsets: nvshmem.core.get_peer_buffer per peer, 'the nvshmem_ptr address mapping'); "
+    "src/src/bootstrap.py:331-341 (peer_offsets_list from nvshmem.core.get_peer_tensor for every rank); "
+    "src/src/sym_buffer.py (SymBuffer: the per-rank offset table the kernels load peers' memory through)"
+)
 _SGL = "sglang 0.5.23 srt/layers/moe/flashinfer_megamoe.py"
 _HOOK = "sglang 0.5.23 srt/arg_groups/moe_hook.py:335-339 (is_sm100_supported: SM100 family only)"
 _NOT_HERE = "leave --moe-backend unset (SGLang's default MoE), or serve another variant."
@@ -78,6 +86,19 @@ def _checks(kernel: str, inter: int, inter_why: str, inter_source: str, kinds: t
         *c.mega_moe_contract("FlashInfer's MegaMoE"),
         c.experts_divisible_by_ep((f"{_SGL}:182-190 (_layer_ep_world_rank: experts split evenly over EP ranks)",)),
         c.ep_only(("sglang 0.5.23 srt/arg_groups/overrides.py:1578-1590 (flashinfer_megamoe spans EP over TP)",)),
+        c.scenario_predicate(
+            ReasonCode.EP_EXCEEDS_DOMAIN,
+            lambda sc: sc.ep <= sc.deployment.topology.effective_domain,
+            rule="ep <= the NVLink domain (every EP rank's symmetric heap mapped by load/store address)",
+            message=lambda sc: (
+                f"ep={sc.ep} crosses the {sc.deployment.topology.effective_domain}-GPU NVLink domain: FlashInfer's "
+                "MegaMoE reads and writes every EP peer's symmetric heap through nvshmem_ptr addresses, which exist "
+                "only for peers inside one NVLink domain"
+            ),
+            remediation="Run replicas of at most one NVLink domain of EP ranks each (moe-oracle plan splits the "
+            "layout into them), or another --moe-a2a-backend across domains.",
+            sources=(_PEERS,),
+        ),
         c.activation(clamp=True, kinds=kinds, sources=(f"{_SGL}:343, 350-362, 431 (swiglu clamp; NVFP4: situ)",)),
     )
 

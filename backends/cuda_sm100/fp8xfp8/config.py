@@ -28,6 +28,18 @@ def _mxfp8_compatible(q: QuantSpec) -> bool:
     return q.format is WeightFormat.FP8_BLOCK and q.block[1] % 32 == 0
 
 
+def _fix_for(q: QuantSpec) -> str | None:
+    """The fix for experts this kernel does not consume: the FP32-scaled FP8 text (the declared remediation) only
+    for FP8 blocks; for any other format, the formats it consumes and that the other variants are judged in the
+    same list (MXFP4 experts: sm100_fp8xfp4 consumes them as stored)."""
+    if q.format is WeightFormat.FP8_BLOCK:
+        return None
+    return (
+        f"this variant consumes MXFP8 or UE8M0-scaled FP8 block experts, not {q.format.value}: serve such a "
+        "checkpoint, or use the variant built for this format (each is judged in the same list)"
+    )
+
+
 VARIANT = VariantSpec(
     backend=BACKEND,
     variant="sm100_fp8xfp8",
@@ -46,6 +58,7 @@ VARIANT = VariantSpec(
             "requantization to it: serve a UE8M0-scaled or MXFP8 checkpoint, or pass --allow-lossy-conversion for "
             "the NVFP4 route (sm100_nvfp4 after requantizing the experts; with --engine sglang, --quantization "
             "modelopt_fp4), or use --engine sglang --device h200 (sm90_fp8xfp8 runs the checkpoint as stored).",
+            remediation_for=_fix_for,
             sources=(
                 "https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/fused_moe/deep_gemm_mega_moe.py"
                 ": MEGA_MOE_MXFP8 row; _pack_scale",

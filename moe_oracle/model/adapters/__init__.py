@@ -124,13 +124,37 @@ def _describe(config: Any, hf_quant_config: Any, *, model_id: str, source: str) 
             )
             if value is not None
         )
-        raise UnsupportedArchitectureError(
-            f"{model_id}: unsupported model ({seen or 'no architectures and no model_type'}); supported "
-            f"architectures: {', '.join(supported_architectures())}; model types: "
-            f"{', '.join(supported_model_types())}",
-            fix=_MANUAL_FIX,
-        )
+        raise _unknown_architecture(config, hf_quant_config, model_id, architecture, model_type, seen)
     return describe_with_rules(config, hf_quant_config, rules, model_id=model_id, source=source)
+
+
+def _unknown_architecture(
+    config: dict, hf_quant_config: Any, model_id: str, architecture: str | None, model_type: str | None, seen: str
+) -> UnsupportedArchitectureError:
+    """The refusal of a config no family claims, in two sentences: what it is and the families whose reader
+    reads it (nearest first), then the manual flags that describe it (the CLI turns them into the command)."""
+    from moe_oracle.model.adapters.nearest import nearest_reading
+
+    near = nearest_reading(config, hf_quant_config, model_id=model_id, architecture=architecture)
+    read = (
+        f"; nearest families that read its config: {', '.join(near.families)}"
+        if near.families
+        else "; no known family's reader reads its config (every family: docs/families.md)"
+    )
+    fix = (
+        "describe it by hand as the nearest family reads it (check against the model card): "
+        + " ".join(near.manual_words)
+        + " instead of MODEL (plan and serve: with --checkpoint MODEL, the checkpoint the engine loads)"
+        if near.manual_words
+        else _MANUAL_FIX
+    )
+    error = UnsupportedArchitectureError(
+        f"{model_id}: unsupported model ({seen or 'no architectures and no model_type'}){read}",
+        fix=fix,
+    )
+    error.manual_words = near.manual_words
+    error.source = model_id
+    return error
 
 
 def _architecture(value: Any, path: str, model_id: str) -> str | None:
