@@ -71,8 +71,18 @@ def cli() -> None:
     """
 
 
+#: The arguments of the command running now (a fix that rewrites the user's own command reads them).
+_INVOKED: list[str] = []
+
+
+def invoked_args() -> list[str]:
+    """The command line being run, without the program name (``moe-oracle``)."""
+    return list(_INVOKED)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
+    _INVOKED[:] = args
     as_json = _wants_json(args[: args.index("--")] if "--" in args else args)
     if prepare_streams():
         _fail(
@@ -85,7 +95,10 @@ def main(argv: list[str] | None = None) -> int:
         args = ["--help"]
     try:
         # standalone_mode=False: click returns ctx.exit() codes instead of calling sys.exit
-        code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False)
+        from moe_oracle.cli.site_defaults import default_map
+
+        site = default_map() if args[:1] not in (["--help"], ["-h"], ["--version"]) else {}
+        code = cli.main(args=args, prog_name="moe-oracle", standalone_mode=False, default_map=site)
         sys.stdout.flush()  # a full or read-only target fails here, inside the handlers, not at exit
     except OracleError as exc:
         _fail(exc.one_line(), as_json and not exc.document_written, exc.exit_code, exc)
