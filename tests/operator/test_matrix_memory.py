@@ -30,7 +30,7 @@ def test_json_cells_agree_with_the_fit():
 
 
 def test_engine_rules_read_as_sentences():
-    from moe_oracle.engine_gates import engine_profile
+    from moe_oracle.releases import engine_profile
 
     from moe_oracle.rules import Engine
 
