@@ -77,12 +77,22 @@ class AskedQuestion:
             fraction=opts.memory_fraction, max_num_batched_tokens=budget, max_num_seqs=opts.max_num_seqs
         )
 
+    def _served_as_replicas(self, deployment: Deployment) -> bool:
+        """A layout moe-oracle proposed (no layout flag) that the plan serves as replicas inside one domain whose
+        EP divides the routed experts: the engine's rules are judged on the replicas, not on this layout."""
+        import math
+
+        from moe_oracle.decide.layout import splits_into_replicas
+
+        experts = math.gcd(*(g.num_experts for g in self.model.layer_groups))
+        return self.layout_why is not None and splits_into_replicas(deployment, experts)
+
     def resolve(self, advisories: tuple[Advisory, ...] | None = None) -> ResolvedQuestion:
         """The typed inputs (exit 2 on a bad value, with the flag that carries it). ``advisories``: already
         loaded ones (the matrix loads the file once for every cell); default: the bundled ones and the file's."""
         opts = self.options
         deployment, _ = build_deployment(self.flags, opts.env)
-        problems = layout_problems(self.engine, self.model, deployment)
+        problems = [] if self._served_as_replicas(deployment) else layout_problems(self.engine, self.model, deployment)
         if problems:
             first = problems[0]
             raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix)

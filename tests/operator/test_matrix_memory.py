@@ -31,7 +31,6 @@ def test_json_cells_agree_with_the_fit():
 
 def test_engine_rules_read_as_sentences():
     from moe_oracle.releases import engine_profile
-
     from moe_oracle.rules import Engine
 
     for engine in (Engine.VLLM, Engine.SGLANG):
