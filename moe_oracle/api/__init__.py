@@ -134,4 +134,7 @@ def plan(model: Any = None, *, device: str, engine: str, **deployment: Any) -> P
     from moe_oracle.launch.build import PlanRequest, build_plan
 
     asked = asked_of(command, "moe_oracle.plan", model, {"device": device, **deployment}, engine=engine)
-    return Plan(build_plan(PlanRequest.of(model if isinstance(model, str) else None, asked)))
+    from moe_oracle.launch.prerequisites import with_prerequisites
+
+    request = PlanRequest.of(model if isinstance(model, str) else None, asked)
+    return Plan(with_prerequisites(build_plan(request), request))  # the CLI's plan: prerequisites first
