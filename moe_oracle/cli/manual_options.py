@@ -69,6 +69,21 @@ def manual_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
+def manual_command_fix(model: str, exc: Any, command: str) -> str:
+    """The user's own command with MODEL replaced by the manual flags the nearest family reads
+    (``exc.manual_words``), and for ``plan``/``serve`` ``--checkpoint MODEL``: pasted, it runs."""
+    from moe_oracle.cli.app import invoked_args
+    from moe_oracle.shell import shell_join
+
+    args = invoked_args()
+    if model not in args:  # run from the API, not the command line: the flags alone
+        return str(exc.fix)
+    at = args.index(model)
+    words = list(exc.manual_words) + (["--checkpoint", model] if command in ("plan", "serve") else [])
+    new = ["moe-oracle", *args[:at], *words, *args[at + 1 :]]
+    return f"describe it by hand as the nearest family reads it (check against the model card): {shell_join(new)}"
+
+
 def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any:
     """The model description: MODEL, or the manual flags (pops them); both or neither is exit 2."""
     values = {flag: kw.pop("manual_" + key) for flag, key in MANUAL_FLAGS.items()}
@@ -87,8 +102,6 @@ def description_from(model: str | None, kw: dict[str, Any], command: str) -> Any
             return resolve_model(model)
         except UnsupportedArchitectureError as exc:
             if exc.manual_words:  # the user's own command, MODEL replaced by the manual flags (+ --checkpoint)
-                from moe_oracle.cli.options import manual_command_fix
-
                 raise UnsupportedArchitectureError(exc.message, fix=manual_command_fix(model, exc, command)) from None
             raise
     if model is not None:

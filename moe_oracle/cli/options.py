@@ -247,21 +247,6 @@ def low_precision_option(f: Callable[..., Any]) -> Callable[..., Any]:
     )(f)
 
 
-def manual_command_fix(model: str, exc: Any, command: str) -> str:
-    """The user's own command with MODEL replaced by the manual flags the nearest family reads
-    (``exc.manual_words``), and for ``plan``/``serve`` ``--checkpoint MODEL``: pasted, it runs."""
-    from moe_oracle.cli.app import invoked_args
-    from moe_oracle.shell import shell_join
-
-    args = invoked_args()
-    if model not in args:  # run from the API, not the command line: the flags alone
-        return str(exc.fix)
-    at = args.index(model)
-    words = list(exc.manual_words) + (["--checkpoint", model] if command in ("plan", "serve") else [])
-    new = ["moe-oracle", *args[:at], *words, *args[at + 1 :]]
-    return f"describe it by hand as the nearest family reads it (check against the model card): {shell_join(new)}"
-
-
 #: The parameters that set a parallel layout (native and engine spellings): none given means "propose one".
 LAYOUT_PARAMS = (
     "tp",
