@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from moe_oracle.errors import OracleError
-from moe_oracle.inputs import ENGINE_RELEASE_PROFILE
+from moe_oracle.inputs import ENGINE_RELEASE_PROFILE, DeploymentFlags
 
 #: Inside a judged re-plan, refusals are raised as they are (no judging of the judge's own re-plans).
 _JUDGING: contextvars.ContextVar[bool] = contextvars.ContextVar("moe_oracle_fix_judging", default=False)
@@ -38,6 +38,10 @@ _FRACTION_FLAGS = ("--memory-fraction", "--gpu-memory-utilization", "--mem-fract
 #: Engine settings ``plan`` chooses itself when the defaults do not fit (not moe-oracle flags).
 _CHOSEN_BY_PLAN = ("--chunked-prefill-size", "--cuda-graph-max-bs-decode")
 _FLAG = re.compile(r"(--[a-z][a-z0-9-]*)[ =]([^\s;,()]+)")
+#: ``engine settings: without --memory-fraction 0.5 and --max-num-batched-tokens 8192, ...``: settings the user gave
+#: that the alternative drops (see :func:`moe_oracle.decide.layout._without_given`).
+_WITHOUT = re.compile(r"^without (.*?), ")
+_DEFAULT_BUDGET = DeploymentFlags.__dataclass_fields__["max_num_batched_tokens"].default
 _STOCK = {engine: profile.split("+", 1)[0] for engine, profile in ENGINE_RELEASE_PROFILE.items()}
 
 
@@ -46,12 +50,29 @@ def judging() -> bool:
     return _JUDGING.get()
 
 
-def _apply(req: Any, flags: list[tuple[str, str]]) -> tuple[Any, str] | None:
-    """``req`` with ``flags`` applied, and the flags as ``plan`` takes them; None when a flag is not one ``plan``
-    takes (the alternative is then left as it is)."""
+def _apply(req: Any, flags: list[tuple[str, str]], dropped: Sequence[tuple[str, str]] = ()) -> tuple[Any, str] | None:
+    """``req`` with ``flags`` applied and the given settings ``dropped`` left out (the plan then chooses them), and
+    the flags as ``plan`` takes them; None when a flag is not one ``plan`` takes (the alternative is then left as it
+    is)."""
     deploy: dict[str, int] = {}
     update: dict[str, Any] = {}
     shown: list[str] = []
+
+    def setting(name: str) -> str:
+        return "--memory-fraction" if name in _FRACTION_FLAGS else name
+
+    set_again = {setting(name) for name, _ in flags}
+    for name, value in dropped:
+        if setting(name) in set_again:
+            continue  # the alternative gives it another value
+        if name in _FRACTION_FLAGS:
+            update["memory_fraction"] = None
+        elif name == "--max-num-batched-tokens":
+            update["budget_given"] = False
+            deploy["max_num_batched_tokens"] = _DEFAULT_BUDGET
+        else:
+            return None
+        shown.append(f"without {name} {value}")
     for name, value in flags:
         if name in _CHOSEN_BY_PLAN:
             continue
@@ -122,8 +143,10 @@ def judged_fix(req: Any, exc: OracleError, build: Callable[[Any], Any]) -> str |
         first_flags: list[tuple[str, str]] | None = None
         own_path = False
         for alt, label, rest in _alternatives(fix):
-            flags = _FLAG.findall(rest)
-            applied = _apply(req, flags) if flags else None
+            without = _WITHOUT.match(rest)
+            dropped = _FLAG.findall(without.group(1)) if without else []
+            flags = _FLAG.findall(rest[without.end() :] if without else rest)
+            applied = _apply(req, flags, dropped) if flags or dropped else None
             if applied is None:
                 kept.append(alt)
                 continue

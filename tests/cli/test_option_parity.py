@@ -20,6 +20,7 @@ DELIBERATE = {
     ("serve", "--engine"): "serve launches an engine: vllm or sglang, required",
     ("matrix", "--engine"): "an axis of the matrix: a comma list of engines",
     ("matrix", "--software"): "an axis of the matrix: a comma list of profiles (default None, as select's)",
+    ("probe", "--engine"): "probe checks one engine's environment for moe-oracle's plug-in: vllm or sglang, no 'none'",
     ("tune", "--device"): "tune measures this machine's GPU: local by default (a catalogue device only with --dry-run)",
     ("tune", "--tokens"): "the token counts tune measures: a comma list (accuracy routes one count)",
 }

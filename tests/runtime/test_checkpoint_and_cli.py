@@ -124,7 +124,7 @@ def test_cli_accuracy_with_local_weights(tmp_path):
         (["--tokens", "10000000"], "'--tokens': 10000000 is not in the range 1<=x<=65536"),
         (["--tokens", str(2**63)], "is not in the range 1<=x<=65536"),
         (["--seed", str(2**64)], "'--seed': 18446744073709551616 is not in the range"),
-        (["--scale", "nan"], "--scale must be in (0, 1]"),
+        (["--scale", "nan"], "--scale 'nan' is not a finite number"),  # every float flag refuses NaN first (issue 30)
         (["--scale", "2"], "--scale must be in (0, 1]"),
         (["--variants", "nope"], "--variants: unknown nope"),
         (["--layer", "999"], "--layer 999 is not a MoE layer"),
