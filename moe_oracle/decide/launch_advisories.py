@@ -55,11 +55,12 @@ class LaunchAdvisory(BaseModel):
         return any(b == self.backend and v in self.variants for b, v in keys)
 
     def note(self) -> str:
-        """The plan's note: the hazard, its source, what the plan sets and until when."""
+        """The plan's note: the hazard, its source, what the plan sets and until when (``launch advisory ...``: it
+        changes the launch, not the decision, unlike the known-bad advisories noted as ``advisory ...``)."""
         switch = " ".join(f"{k}={v}" for k, v in self.env.items())
         return (
-            f"advisory {self.id}: {self.title} ({self.link}; {self.evidence}). {self.engine_default}. The plan sets "
-            f"{switch} (the engine's own switch) until a build with {self.fixed_by} is installed."
+            f"launch advisory {self.id}: {self.title} ({self.link}; {self.evidence}). {self.engine_default}. "
+            f"The plan sets {switch} (the engine's own switch) until a build with {self.fixed_by} is installed."
         )
 
 

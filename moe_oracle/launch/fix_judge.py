@@ -41,7 +41,7 @@ _FLAG = re.compile(r"(--[a-z][a-z0-9-]*)[ =]([^\s;,()]+)")
 #: ``engine settings: without --memory-fraction 0.5 and --max-num-batched-tokens 8192, ...``: settings the user gave
 #: that the alternative drops (see :func:`moe_oracle.decide.layout._without_given`).
 _WITHOUT = re.compile(r"^without (.*?), ")
-_DEFAULT_BUDGET = DeploymentFlags.__dataclass_fields__["max_num_batched_tokens"].default
+_DEFAULT_BUDGET: int = DeploymentFlags.max_num_batched_tokens  # the dataclass default (class attribute)
 _STOCK = {engine: profile.split("+", 1)[0] for engine, profile in ENGINE_RELEASE_PROFILE.items()}
 
 

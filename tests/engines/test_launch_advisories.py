@@ -26,7 +26,7 @@ def test_sglang_sm90_mega_plan_names_the_pdl_hazard_and_turns_pdl_off() -> None:
     p = _plan("zai-org/GLM-5-FP8", Engine.SGLANG, "h200")
     assert p.variant == "sm90_fp8xfp8"
     assert dict(p.commands[0].env)["SGLANG_DEEPGEMM_PDL"] == "0"
-    assert any(n.startswith("advisory MOA-2026-002:") and "SGLANG_DEEPGEMM_PDL=0" in n for n in p.notes)
+    assert any(n.startswith("launch advisory MOA-2026-002:") and "SGLANG_DEEPGEMM_PDL=0" in n for n in p.notes)
 
 
 def test_plans_without_those_kernels_leave_pdl_alone() -> None:
