@@ -33,3 +33,23 @@ def ansi_c_quote(word: str) -> str:
     return (
         "$'" + UNSAFE.sub(lambda m: _escape(m) if ord(m.group(0)) < 0x80 else f"\\u{ord(m.group(0)):04x}", body) + "'"
     )
+
+
+def wrap_line(line: str, width: int) -> list[str]:
+    """``line`` wrapped at spaces to ``width`` columns, its indent kept and two more on the lines it wraps to
+    (``- `` items and ``  [CODE]`` reasons alike); no word is cut, so a path or identifier longer than the width
+    stays whole on its own line."""
+    import textwrap
+
+    if len(line) <= width:
+        return [line]
+    indent = len(line) - len(line.lstrip(" "))
+    lead = " " * indent
+    return textwrap.wrap(
+        line[indent:],
+        width=width,
+        initial_indent=lead,
+        subsequent_indent=lead + "  ",
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]

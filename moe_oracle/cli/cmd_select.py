@@ -251,4 +251,8 @@ def _emit(
         click.echo(settings_why)
     render_decision(decision, doc, all_reasons=all_reasons)
     if fit is not None:
-        click.echo("\n".join(fit.lines()))
+        from moe_oracle.cli.console import terminal_width
+        from moe_oracle.terminal_text import wrap_line
+
+        width = terminal_width()
+        click.echo("\n".join(out for line in fit.lines() for out in (wrap_line(line, width) if width else [line])))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from moe_oracle.fit.derived import Derived
 from moe_oracle.launch.model import LaunchPlan
 from moe_oracle.spec.deployment import Topology
+from moe_oracle.terminal_text import wrap_line
 
 
 def _engine_name(plan: LaunchPlan) -> str:
@@ -139,26 +140,6 @@ def derived_lines(d: Derived) -> list[str]:
 
 def command_blocks(plan: LaunchPlan) -> list[tuple[str, str]]:
     return [(cmd.where, cmd.shell()) for cmd in plan.commands]
-
-
-def wrap_line(line: str, width: int) -> list[str]:
-    """``line`` wrapped at spaces to ``width`` columns, its indent kept and two more on the lines it wraps to
-    (``- `` items and ``  [CODE]`` reasons alike); no word is cut, so a path or identifier longer than the width
-    stays whole on its own line."""
-    import textwrap
-
-    if len(line) <= width:
-        return [line]
-    indent = len(line) - len(line.lstrip(" "))
-    lead = " " * indent
-    return textwrap.wrap(
-        line[indent:],
-        width=width,
-        initial_indent=lead,
-        subsequent_indent=lead + "  ",
-        break_long_words=False,
-        break_on_hyphens=False,
-    ) or [line]
 
 
 def render_text(plan: LaunchPlan, *, all_reasons: bool = False, width: int | None = None) -> str:

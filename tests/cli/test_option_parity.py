@@ -82,7 +82,8 @@ def test_deliberate_differences_are_real():
 @pytest.mark.parametrize("command", [c for c in DECIDING if c != "select"])
 def test_every_select_option_is_taken_by_the_deciding_commands(command: str):
     commands = _commands()
-    wanted = set(_options(commands["select"])) - {"--replay"}
+    # --replay and --brief are select's record in and out (a brief record is what select --replay reads)
+    wanted = set(_options(commands["select"])) - {"--replay", "--brief"}
     assert wanted - set(_options(commands[command])) == set()
 
 
@@ -93,7 +94,7 @@ def test_matrix_takes_select_options_but_its_axes():
     select = {opt.name for opt in commands["select"].params if isinstance(opt, click.Option)}
     matrix = {opt.name for opt in commands["matrix"].params if isinstance(opt, click.Option)}
     manual = {name for name in select if name and name.startswith("manual_")}
-    missing = select - matrix - NOT_MATRIX_OPTIONS - manual - {"replay", "as_json", "engine"}
+    missing = select - matrix - NOT_MATRIX_OPTIONS - manual - {"replay", "brief", "as_json", "engine"}
     assert missing == set()
 
 
