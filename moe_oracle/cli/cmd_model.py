@@ -30,7 +30,7 @@ def model(model: str | None, as_json: bool, **kw: Any) -> None:
     from rich.table import Table
 
     from moe_oracle.cli.console import console, print_table
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     con = console()
     con.print(

@@ -222,7 +222,7 @@ def replay_diff(record: dict[str, Any], doc: dict[str, Any], verdict: Any) -> li
 
 
 def _span(group: dict[str, Any]) -> str:
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     layers = group.get("layers")
     return layer_span(layers) if isinstance(layers, list) and layers else "?"

@@ -12,7 +12,7 @@ from typing import Any
 from moe_oracle.cli.console import console, print_table
 from moe_oracle.decide.advisories import nearby_advisories
 from moe_oracle.decide.selection import Candidate, Decision, GroupDecision
-from moe_oracle.model.types import layer_span
+from moe_oracle.model.spans import layer_span
 from moe_oracle.rules import ReasonCode
 
 

@@ -22,7 +22,8 @@ from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.errors import BadInputError, OverrideRefusedError, excerpt
-from moe_oracle.model.types import ModelDescription, MoELayerGroup, layer_span
+from moe_oracle.model.spans import layer_span
+from moe_oracle.model.types import ModelDescription, MoELayerGroup
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.releases.fallback import fallback_path
 from moe_oracle.rules import Engine, VariantSpec

@@ -8,7 +8,7 @@ offers that setup with the expert memory it adds.
 from __future__ import annotations
 
 from moe_oracle.fit.server import PlanContext
-from moe_oracle.model.types import layer_span
+from moe_oracle.model.spans import layer_span
 from moe_oracle.releases.speculative import LAUNCHES, flag_built
 from moe_oracle.shell import shell_join
 

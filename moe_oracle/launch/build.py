@@ -40,7 +40,8 @@ from moe_oracle.inputs import (
 from moe_oracle.launch.fix_judge import judged_fix, judging
 from moe_oracle.launch.model import LaunchPlan, ReplicaPlan
 from moe_oracle.model.manual import MANUAL_MODEL_NAME
-from moe_oracle.model.types import ModelDescription, layer_span
+from moe_oracle.model.spans import layer_span
+from moe_oracle.model.types import ModelDescription
 from moe_oracle.rules import Engine, ReasonCode
 
 

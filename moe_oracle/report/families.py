@@ -86,7 +86,7 @@ def render_families(command: str) -> str:
     from moe_oracle.model.adapters import describe_config, describe_model
     from moe_oracle.model.adapters.catalog import ARCHITECTURES, MODEL_TYPES
     from moe_oracle.model.adapters.families import REFUSED, WRAPPED_LANGUAGE_MODELS
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     advisories = load_advisories()
     software = resolve_software("all", "catalogue")[0]

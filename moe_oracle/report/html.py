@@ -16,7 +16,7 @@ import json
 from html import escape
 from typing import Any
 
-from moe_oracle.model.types import layer_span
+from moe_oracle.model.spans import layer_span
 from moe_oracle.report import labels as L
 from moe_oracle.report._assets import CSS, JS
 from moe_oracle.report.cost_curves import cost_curves

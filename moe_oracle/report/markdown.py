@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from moe_oracle.model.types import layer_span
+from moe_oracle.model.spans import layer_span
 from moe_oracle.report import labels as L
 from moe_oracle.report.matrix import Matrix
 from moe_oracle.report.scenarios import TOPOLOGIES

@@ -18,7 +18,8 @@ from moe_oracle.answers.door import settle
 from moe_oracle.decide.fit import GIB, Fit
 from moe_oracle.decide.record import decision_fingerprint
 from moe_oracle.decide.selection import Candidate, Decision
-from moe_oracle.model.types import MoELayerGroup, layer_span
+from moe_oracle.model.spans import layer_span
+from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.registry import Registry, load_registry
 from moe_oracle.report.scenarios import ScenarioSpec
 from moe_oracle.rules import Reason, ReasonCode, Status, VariantSpec

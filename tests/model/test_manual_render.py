@@ -10,7 +10,7 @@ from moe_oracle.errors import ModelConfigError
 from moe_oracle.model.adapters import describe_model, list_presets
 from moe_oracle.model.description_json import description_to_json
 from moe_oracle.model.manual import load_manual_description, manual_from_dict, manual_from_flags
-from moe_oracle.model.types import layer_span
+from moe_oracle.model.spans import layer_span
 from tests.model.model_test_helpers import FIXTURES, assert_one_line
 
 TOP = ["model", "architecture", "model_type", "family", "source", "layer_groups", "assumptions"]

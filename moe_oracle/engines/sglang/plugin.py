@@ -128,7 +128,7 @@ def _fingerprint(decision: Decision) -> str:
 def _refusal(decision: Decision, gd: GroupDecision, pin: str) -> tuple[Candidate | None, list[str]]:
     """The candidate ``pin`` names that moe-oracle's route serves for ``gd``, or the reasons none does."""
     from moe_oracle.engines.routes import route_reasons
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
     from moe_oracle.rules.engine import MOE_ORACLE_ROUTE
 
     key = VariantKey.parse(pin, subject=pin)
@@ -321,7 +321,7 @@ def start_text(plan: Mapping[str, Any] | None, env: Mapping[str, str]) -> str:
 
 def received_line(plan: Mapping[str, Any]) -> str:
     """The line a scheduler process logs for the plan it inherited: fingerprint and what serves each layer group."""
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     groups = ", ".join(
         f"{g['name']} (layers {layer_span(g['layers'])}): {g['variant'] if g.get('layer_plan') else OWN}"

@@ -67,7 +67,7 @@ def refusal_lines(
     ``matches(candidate)`` selects the candidates the operator asked for; ``route`` the route they
     must run on (an explicit ``--moe-backend`` is vLLM's own code path). The whole trail is the table.
     """
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     lines = []
     for gd in decision.groups:

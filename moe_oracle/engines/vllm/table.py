@@ -24,7 +24,7 @@ def decision_table(
     ``routes`` (:func:`moe_oracle.engines.vllm.routes.group_routes`) names the route of each chosen
     candidate; without it the chosen key alone is shown.
     """
-    from moe_oracle.model.types import layer_span
+    from moe_oracle.model.spans import layer_span
 
     lines = [headline]
     signatures = []
