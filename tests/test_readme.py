@@ -50,3 +50,39 @@ def test_readme_compare_example_is_current():
         result = CliRunner().invoke(cli, shlex.split(command)[1:])
         assert result.exit_code == 0, result.output
         assert result.output == shown, f"README example is stale; regenerate the output of: {command}"
+
+
+def test_readme_unknown_architecture_example_is_two_commands(tmp_path):
+    """#32 Done when: from the README to a working plan for an unknown MoE architecture in two commands. The
+    README's example runs literally in a directory holding ``./foo-moe/config.json`` (Qwen3-MoE's keys under an
+    invented architecture): the first exits 2 with the line shown, the second is that line's fix and plans."""
+    import json
+    import os
+    import shlex
+
+    text = README.read_text(encoding="utf-8")
+    block = re.search(r"```text\n(\$ moe-oracle plan \./foo-moe .*?)```", text, re.S)
+    assert block, "the README shows the unknown-architecture example"
+    lines = block.group(1).splitlines()
+    commands = [i for i, line in enumerate(lines) if line.startswith("$ ")]
+    assert len(commands) == 2
+    qwen = README.parent / "tests" / "fixtures" / "models" / "Qwen--Qwen3-235B-A22B-FP8" / "config.json"
+    config = json.loads(qwen.read_text(encoding="utf-8"))
+    config.update(architectures=["FooMoeForCausalLM"], model_type="foo_moe")
+    (tmp_path / "foo-moe").mkdir()
+    (tmp_path / "foo-moe" / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MOE_ORACLE")} | {"COLUMNS": "120"}
+
+    def run(command: str) -> subprocess.CompletedProcess[str]:
+        args = [sys.executable, "-m", "moe_oracle", *shlex.split(command)[1:]]
+        return subprocess.run(args, capture_output=True, text=True, cwd=tmp_path, env=env, timeout=300, check=False)
+
+    first, second = lines[commands[0]][2:], lines[commands[1]][2:]
+    refused = run(first)
+    assert refused.returncode == 2 and refused.stderr.strip() == lines[commands[0] + 1], refused.stderr
+    assert refused.stderr.strip().endswith(" " + second)  # the second command is the printed fix
+    planned = run(second)
+    assert planned.returncode == 0, planned.stderr[-2000:]
+    out = planned.stdout.splitlines()
+    shown = [line for line in lines[commands[1] + 1 :] if line != "..."]
+    assert all(line in out for line in shown), shown

@@ -41,7 +41,7 @@ def test_derived_weight_total_matches_the_checkpoint(entry):
 
 @pytest.mark.parametrize("entry", SIZES["sizes"], ids=lambda e: e["model"])
 def test_docs_memory_page_states_the_comparison(entry):
-    page = (ROOT / "docs/memory.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs/memory-reference.md").read_text(encoding="utf-8")
     got, ref = derived_total(_model(entry["config"])), entry["bytes"]
     row = f"| {entry['model']} | {got / GIB:.2f} | {ref / GIB:.2f} | {(got - ref) / ref:+.2%} |"
     assert row in page, row
@@ -59,6 +59,6 @@ BUNDLED = (
 
 @pytest.mark.parametrize("model", BUNDLED)
 def test_docs_memory_page_states_every_bundled_total(model):
-    page = (ROOT / "docs/memory.md").read_text(encoding="utf-8")
+    page = (ROOT / "docs/memory-reference.md").read_text(encoding="utf-8")
     row = f"| {model} | {derived_total(resolve_model(model)) / GIB:.2f} GiB |"
     assert row in page, row
