@@ -21,5 +21,7 @@ if [ ! -x "$venv/bin/python" ]; then
     echo "$site" > "$mine/zz_sglang_venv.pth"
 fi
 "$venv/bin/pip" install -q --no-deps -e "$here"
+# the base SGLang venv has no test runner: the layer brings its own
+"$venv/bin/python" -c "import pytest, hypothesis" 2>/dev/null || "$venv/bin/pip" install -q "pytest>=8" "hypothesis>=6.100"
 cd "$here"
 "$venv/bin/python" -m pytest -p no:cacheprovider -ra -q tests/engines/test_real_sglang_plugin.py tests/engines/test_real_sglang_layer.py "$@"
