@@ -240,7 +240,8 @@ class EngineMemorySettings:
     ``--cuda-graph-max-bs-decode``; ``max_num_batched_tokens``: vLLM's per-rank token budget when given or
     chosen (None: the deployment's, which the settings search may lower); ``a2a_backend``: SGLang's
     ``--moe-a2a-backend`` the plan sets; ``chosen``: moe-oracle chose these settings (the engine's defaults do
-    not fit), the user did not give them; ``max_num_seqs``: ``--max-num-seqs`` as given (sequences per DP rank),
+    not fit), the user did not give them all; ``fraction_chosen``: the share among them is moe-oracle's, not a
+    ``--memory-fraction`` the user gave (the search keeps a given share and chooses the rest); ``max_num_seqs``: ``--max-num-seqs`` as given (sequences per DP rank),
     which the engine's command carries (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests`` x attention DP).
     """
 
@@ -251,6 +252,7 @@ class EngineMemorySettings:
     a2a_backend: str = "none"
     chosen: bool = False
     max_num_seqs: int | None = None
+    fraction_chosen: bool = False
 
     def budget(self, dp: int) -> int | None:
         """The per-rank token budget these settings imply (None: the deployment's): vLLM's
@@ -310,7 +312,7 @@ def engine_share(
             reserve_outside_bytes=reserve,
         )
     if engine is Engine.VLLM:
-        if settings.fraction is not None and settings.chosen:
+        if settings.fraction is not None and settings.chosen and settings.fraction_chosen:
             return MemoryShare(
                 "--gpu-memory-utilization",
                 settings.fraction,

@@ -90,7 +90,13 @@ def _axes(deployment: Deployment, engine: Engine, given: EngineMemorySettings) -
 
     def make(budget: int, fraction: float | None) -> EngineMemorySettings:
         lowered = budget if budget != par.max_num_batched_tokens or given.max_num_batched_tokens else None
-        return replace(given, max_num_batched_tokens=lowered, fraction=fraction, chosen=True)
+        return replace(
+            given,
+            max_num_batched_tokens=lowered,
+            fraction=fraction,
+            chosen=True,
+            fraction_chosen=given.fraction is None and fraction is not None,
+        )
 
     return budgets, fractions, make
 

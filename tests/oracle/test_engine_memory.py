@@ -224,7 +224,8 @@ def test_vllm_budget_search_stops_at_max_num_seqs():
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
     cands = _candidates(dep, Engine.VLLM, EngineMemorySettings())
     assert {c.max_num_batched_tokens for c in cands} == {None, 4096, 2048, 1024}  # None: 8192, the deployment's
-    assert cands[0] == EngineMemorySettings(fraction=0.95, chosen=True)  # the largest budget first, at the ceiling
+    # the largest budget first, at the ceiling
+    assert cands[0] == EngineMemorySettings(fraction=0.95, chosen=True, fraction_chosen=True)
     given = _candidates(dep, Engine.VLLM, EngineMemorySettings(max_num_batched_tokens=8192))
     assert {c.max_num_batched_tokens for c in given} == {8192}
 
@@ -235,6 +236,17 @@ def test_the_share_line_says_given_only_when_the_user_gave_it():
     dep = build_deployment(DeploymentFlags(device="h200", dp=8, ep=8))[0]
     model = resolve_model(V4_PRO)
     given = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95))
-    chosen = measure_fit(model, dep, Engine.VLLM, settings=EngineMemorySettings(fraction=0.95, chosen=True))
+    chosen = EngineMemorySettings(fraction=0.95, chosen=True, fraction_chosen=True)
     assert "  share: given (--memory-fraction)" in given.lines()
-    assert chosen.lines()[1].startswith("  share: chosen by moe-oracle, not given: at vLLM's default 0.92")
+    lines = measure_fit(model, dep, Engine.VLLM, settings=chosen).lines()
+    assert lines[1].startswith("  share: chosen by moe-oracle, not given: at vLLM's default 0.92")
+
+
+def test_a_given_share_stays_given_when_the_search_chooses_the_token_budget():
+    """``--memory-fraction 0.95`` given, V4-Pro DP8+EP8 on 8 x H200 with vLLM: the search lowers the token budget
+    and keeps the given share; the share line says given, the settings line names the budget it chose."""
+    args = ("plan", V4_PRO, "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm", "--memory-fraction")
+    r = cli(*args, "0.95")
+    assert r.code == 0, r.err
+    assert "  share: given (--memory-fraction)" in r.out.splitlines() and "share: chosen by" not in r.out
+    assert "engine settings chosen by moe-oracle: --max-num-batched-tokens" in r.out
