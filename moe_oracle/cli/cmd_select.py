@@ -110,7 +110,16 @@ def _print(selection: Any, as_json: bool, all_reasons: bool, *, brief: bool = Fa
     )
     replicas = doc.get("replicas")
     if replicas and not as_json:
-        click.echo(f"replicas: {replicas['note']}")
+        _echo_prose(f"replicas: {replicas['note']}")
+
+
+def _echo_prose(*lines: str) -> None:
+    """Print prose lines wrapped to the terminal's width (``COLUMNS``; unwrapped into a pipe or file)."""
+    from moe_oracle.cli.console import terminal_width
+    from moe_oracle.terminal_text import wrap_line
+
+    width = terminal_width()
+    click.echo("\n".join(out for line in lines for out in (wrap_line(line, width) if width else [line])))
 
 
 def _replay_alone(model: str | None) -> None:
@@ -245,14 +254,9 @@ def _emit(
         return
     from moe_oracle.cli.decision_text import render_decision
 
-    if layout_why:
-        click.echo(layout_why)
-    if settings_why:
-        click.echo(settings_why)
+    why = [line for line in (layout_why, settings_why) if line]
+    if why:
+        _echo_prose(*why)
     render_decision(decision, doc, all_reasons=all_reasons)
     if fit is not None:
-        from moe_oracle.cli.console import terminal_width
-        from moe_oracle.terminal_text import wrap_line
-
-        width = terminal_width()
-        click.echo("\n".join(out for line in fit.lines() for out in (wrap_line(line, width) if width else [line])))
+        _echo_prose(*fit.lines())

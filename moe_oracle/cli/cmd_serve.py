@@ -184,7 +184,7 @@ def serve(model: str | None, **kw: Any) -> None:
     """Print the plan for MODEL, then start the engine (exec) with the plan's argv and environment.
 
     Extra engine arguments follow ``--``, e.g. ``moe-oracle serve M --device b200 --dp 8 --ep 8
-    --engine vllm -- --max-model-len 8192``.
+    --engine vllm -- --served-model-name my-model``.
     """
     from moe_oracle.launch.build import build_plan
     from moe_oracle.launch.model import EngineLaunchError

@@ -18,6 +18,8 @@ from moe_oracle.shell import ENV_NAME
 _POS = click.IntRange(min=1)
 #: The largest decode batch a flag takes: the largest per-rank token budget (spec/deployment.py, 2^24).
 MAX_BATCH = 1 << 24
+#: The largest ``--max-model-len`` taken (tokens); the model's own context bounds it further.
+MAX_CONTEXT_FLAG = 1 << 30
 
 
 def _apply(f: Callable[..., Any], opts: list[Callable[..., Any]]) -> Callable[..., Any]:
@@ -217,6 +219,7 @@ def options_from(kw: dict[str, Any]) -> Any:
         conversion=conversion,
         workload=kw.pop("workload"),
         max_num_seqs=kw.get("max_num_seqs"),
+        max_model_len=kw.pop("max_model_len", None),
         decode_tokens=decode_tokens_from(kw),
         memory_fraction=kw.pop("memory_fraction"),
         budget_given=_given("max_num_batched_tokens"),
@@ -332,6 +335,13 @@ def _weighing_options() -> list[Callable[..., Any]]:
             type=click.IntRange(min=1, max=MAX_BATCH),
             default=None,
             help="The engine's max sequences per DP rank (vLLM/SGLang max_num_seqs): the decode batch per rank.",
+        ),
+        click.option(
+            "--max-model-len",
+            type=click.IntRange(min=1, max=MAX_CONTEXT_FLAG),
+            default=None,
+            help="The longest sequence the engine serves, in tokens (vLLM --max-model-len, SGLang --context-length; "
+            "the plan passes it on) [the model's context; a plan whose KV cache holds less sets what it holds].",
         ),
         click.option(
             "--memory-fraction",

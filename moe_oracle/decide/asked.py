@@ -50,6 +50,8 @@ class QuestionOptions:
     budget_given: bool = False
     #: ``--max-num-seqs`` as given (sequences per DP rank; None: the engine's default), carried to the engine
     max_num_seqs: int | None = None
+    #: ``--max-model-len`` as given (tokens of one sequence; None: the model's context), carried to the engine
+    max_model_len: int | None = None
 
 
 @dataclass(frozen=True)
@@ -74,7 +76,10 @@ class AskedQuestion:
         opts = self.options
         budget = self.flags.max_num_batched_tokens if opts.budget_given else None
         return EngineMemorySettings(
-            fraction=opts.memory_fraction, max_num_batched_tokens=budget, max_num_seqs=opts.max_num_seqs
+            fraction=opts.memory_fraction,
+            max_num_batched_tokens=budget,
+            max_num_seqs=opts.max_num_seqs,
+            max_model_len=opts.max_model_len,
         )
 
     def _served_as_replicas(self, deployment: Deployment) -> bool:
@@ -97,9 +102,10 @@ class AskedQuestion:
             first = problems[0]
             raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix)
         check_ep_experts(self.model, deployment, proposed=self.layout_why is not None)
-        from moe_oracle.decide.engine_flags import check_all2all, check_step_batch
+        from moe_oracle.decide.engine_flags import check_all2all, check_context, check_step_batch
 
         check_all2all(self.engine, self.flags.all2all_backend)
+        check_context(self.model, opts.max_model_len)
         check_step_batch(self.engine, deployment, opts.max_num_seqs, opts.decode_tokens, budget_given=opts.budget_given)
         software, origin = resolve_engine_software(self.software, self.flags.device, self.engine.value)
         resolved = ResolvedQuestion(

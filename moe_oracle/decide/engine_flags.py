@@ -18,6 +18,7 @@ The decode batch against the per-rank step budget (``--max-num-seqs`` / ``--deco
 from __future__ import annotations
 
 from moe_oracle.errors import DeploymentError
+from moe_oracle.model.types import ModelDescription
 from moe_oracle.releases import sglang as sglang_release
 from moe_oracle.releases import vllm as vllm_release
 from moe_oracle.rules import Engine
@@ -80,3 +81,17 @@ def check_all2all(engine: Engine, value: str | None) -> None:
             f"--all2all-backend {excerpt(value)} is not one of vLLM {vllm_release.VERSION}'s all2all backends",
             fix=f"use one of {', '.join(vllm_flags.ALL2ALL_CHOICES)}, or drop --all2all-backend",
         )
+
+
+def check_context(model: ModelDescription, max_model_len: int | None) -> None:
+    """Exit 2 for a ``--max-model-len`` longer than the model's context (its config's ``max_position_embeddings``
+    as the footprint reads it): vLLM refuses it at start (``ModelConfig``'s derived max_model_len check) and the
+    fit would count a KV cache for tokens the model cannot attend to."""
+    context = model.footprint.max_context if model.footprint is not None else None
+    if max_model_len is None or context is None or max_model_len <= context:
+        return
+    raise DeploymentError(
+        f"--max-model-len {max_model_len} is longer than {model.model}'s context ({context:,} tokens, its config's "
+        "max_position_embeddings): the engine refuses a longer one at start",
+        fix=f"use --max-model-len {context} or less, or leave it out (the model's context)",
+    )

@@ -78,6 +78,18 @@ class Fit:
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = field(default=())
     weighed_all: bool = True  # False: the family has no footprint entry, only the routed experts were weighed
+    #: ``--max-model-len`` as given: the longest sequence the engine serves (None: the model's context).
+    served_context: int | None = None
+
+    @property
+    def context(self) -> int | None:
+        """The longest sequence the engine is asked to serve: ``--max-model-len`` when given, else the model's."""
+        return self.served_context if self.served_context is not None else self.model_context
+
+    def _of_context(self) -> str:
+        if self.served_context is not None:
+            return f" of the {self.served_context:,} served (--max-model-len)"
+        return f" of the model's {self.model_context:,}" if self.model_context else ""
 
     def sequences_at(self, context: int) -> int | None:
         """How many sequences of ``context`` tokens each the KV cache of one rank holds at once (each sequence
@@ -87,11 +99,11 @@ class Fit:
         return self.kv_bytes // (self.kv_bytes_per_token * context + self.kv_bytes_fixed)
 
     def concurrency(self) -> list[tuple[int, int]]:
-        """(context length, sequences one rank holds) at :data:`CONCURRENCY_CONTEXTS` up to the model's context,
-        and the model's own context."""
-        lengths = [n for n in CONCURRENCY_CONTEXTS if self.model_context is None or n < self.model_context]
-        if self.model_context is not None:
-            lengths.append(self.model_context)
+        """(context length, sequences one rank holds) at :data:`CONCURRENCY_CONTEXTS` up to the context served
+        (:attr:`context`), and that context."""
+        lengths = [n for n in CONCURRENCY_CONTEXTS if self.context is None or n < self.context]
+        if self.context is not None:
+            lengths.append(self.context)
         return [(n, seqs) for n in lengths if (seqs := self.sequences_at(n)) is not None]
 
     @property
@@ -135,6 +147,7 @@ class Fit:
             "max_context_one_sequence": self.max_context,
             "concurrent_sequences_per_rank": [{"context": n, "sequences": k} for n, k in self.concurrency()],
             "model_context": self.model_context,
+            "served_context": self.served_context,
             "mtp_built": self.mtp_built,
             "reasons": [r.to_json() for r in self.reasons],
             "notes": list(self.notes),
@@ -155,8 +168,7 @@ class Fit:
             out.append(f"  {item.label:<{width}} {item.bytes / GIB:8.2f} GiB{detail}")
         out.append(f"  {kv:<{width}} {self.kv_bytes / GIB:8.2f} GiB")
         if self.max_context is not None:
-            cap = f" of the model's {self.model_context:,}" if self.model_context else ""
-            out.append(f"  longest single sequence the KV cache holds: {self.max_context:,} tokens{cap}")
+            out.append(f"  longest single sequence the KV cache holds: {self.max_context:,} tokens{self._of_context()}")
         held = self.concurrency()
         if held and self.fits:
             out.append(
@@ -297,11 +309,14 @@ def measure_fit(
     per_token = fp.kv_bytes_per_token if fp is not None else None
     fixed = fp.kv_bytes_fixed if fp is not None else 0
     model_ctx = fp.max_context if fp is not None else None
+    served = settings.max_model_len
+    ctx_cap = served if served is not None else model_ctx  # the longest sequence the engine serves
+    of_ctx = f"the {served:,} served (--max-model-len)" if served is not None else f"the model's {model_ctx or 0:,}"
     max_ctx = None
     if per_token:
         max_ctx = max(0, (kv - fixed) // per_token)
-        if model_ctx is not None:
-            max_ctx = min(max_ctx, model_ctx)
+        if ctx_cap is not None:
+            max_ctx = min(max_ctx, ctx_cap)
     reasons: list[Reason] = []
     flag = f"{share.flag} " if share.flag else ""
     if need > usable:
@@ -321,19 +336,25 @@ def measure_fit(
                 rule="weights + symmetric buffers + runtime reserve <= memory share of one GPU",
             )
         )
-    elif max_ctx is not None and model_ctx is not None and max_ctx < model_ctx:
+    elif max_ctx is not None and ctx_cap is not None and max_ctx < ctx_cap:
         short = max_ctx < MIN_CONTEXT
         reasons.append(
             Reason(
                 ReasonCode.DEPLOYMENT_MEMORY_EXCEEDED if short else ReasonCode.KV_CACHE_TOO_SMALL,
-                f"the KV cache left per rank ({kv / GIB:.1f} GiB) holds {max_ctx:,} tokens of one sequence, below the "
-                f"model's {model_ctx:,}",
+                f"the KV cache left per rank ({kv / GIB:.1f} GiB) holds {max_ctx:,} tokens of one sequence, below "
+                f"{of_ctx}",
                 (
                     "see the layouts that fit below"
                     if short
-                    else f"serve with --max-model-len {max_ctx} (vLLM; SGLang --context-length {max_ctx}), or add GPUs"
+                    else (
+                        f"--max-model-len {max_ctx} (plan and serve set it: vLLM --max-model-len, SGLang "
+                        f"--context-length {max_ctx}), or add GPUs"
+                    )
                 ),
-                rule=f"KV cache >= one sequence of the model's context (at least {MIN_CONTEXT:,} tokens)",
+                rule=(
+                    "KV cache >= one sequence of the context served (the model's, or --max-model-len; "
+                    f"at least {MIN_CONTEXT:,} tokens)"
+                ),
             )
         )
     return Fit(
@@ -350,6 +371,7 @@ def measure_fit(
         tuple(reasons),
         tuple(notes),
         weighed_all=fp is not None,
+        served_context=served,
     )
 
 

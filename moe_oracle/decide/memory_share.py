@@ -241,8 +241,11 @@ class EngineMemorySettings:
     chosen (None: the deployment's, which the settings search may lower); ``a2a_backend``: SGLang's
     ``--moe-a2a-backend`` the plan sets; ``chosen``: moe-oracle chose these settings (the engine's defaults do
     not fit), the user did not give them all; ``fraction_chosen``: the share among them is moe-oracle's, not a
-    ``--memory-fraction`` the user gave (the search keeps a given share and chooses the rest); ``max_num_seqs``: ``--max-num-seqs`` as given (sequences per DP rank),
-    which the engine's command carries (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests`` x attention DP).
+    ``--memory-fraction`` the user gave (the search keeps a given share and chooses the rest); ``max_model_len``:
+    the longest sequence the engine serves (vLLM ``--max-model-len``, SGLang ``--context-length``) as given, or
+    as the plan sets it where the KV cache holds less than the model's context (None: the model's);
+    ``max_num_seqs``: ``--max-num-seqs`` as given (sequences per DP rank), which the engine's command carries
+    (vLLM ``--max-num-seqs``, SGLang ``--max-running-requests`` x attention DP).
     """
 
     fraction: float | None = None
@@ -253,6 +256,7 @@ class EngineMemorySettings:
     chosen: bool = False
     max_num_seqs: int | None = None
     fraction_chosen: bool = False
+    max_model_len: int | None = None
 
     def budget(self, dp: int) -> int | None:
         """The per-rank token budget these settings imply (None: the deployment's): vLLM's

@@ -17,6 +17,7 @@ from typing import Any
 from moe_oracle.answers.door import decide_resolved
 from moe_oracle.answers.replicas import global_choice, replica_choice, routed_experts, split_reason
 from moe_oracle.decide.asked import DEFAULT_DECODE_TOKENS, AskedQuestion, QuestionOptions, ResolvedQuestion
+from moe_oracle.decide.fit import Fit
 from moe_oracle.decide.memory_share import EngineMemorySettings
 from moe_oracle.decide.question import ConversionOptions
 from moe_oracle.decide.record import decision_fingerprint, decision_to_json
@@ -65,6 +66,7 @@ class PlanRequest:
     memory_fraction: float | None = None
     budget_given: bool = False
     max_num_seqs: int | None = None
+    max_model_len: int | None = None
     layout_why: str | None = None
     #: Engine memory settings already chosen (a re-plan at the per-rank budget they imply) and why.
     settings: EngineMemorySettings | None = None
@@ -95,6 +97,7 @@ class PlanRequest:
             memory_fraction=opts.memory_fraction,
             budget_given=opts.budget_given,
             max_num_seqs=opts.max_num_seqs,
+            max_model_len=opts.max_model_len,
             layout_why=asked.layout_why,
             description=asked.model,
             checkpoint=checkpoint,
@@ -122,9 +125,22 @@ class PlanRequest:
                 memory_fraction=self.memory_fraction,
                 budget_given=self.budget_given,
                 max_num_seqs=self.max_num_seqs,
+                max_model_len=self.max_model_len,
             ),
             layout_why=self.layout_why,
         )
+
+
+#: The engine flag that caps the longest sequence served (moe-oracle's ``--max-model-len``).
+CONTEXT_FLAG = {Engine.VLLM: "--max-model-len", Engine.SGLANG: "--context-length"}
+
+
+def _shorter_context(fit: Fit) -> int | None:
+    """The context the engine's command must cap where the KV cache left holds less than the context asked (the
+    verdict "FITS with a shorter context"); None where it holds it, or the fit does not know."""
+    if not fit.fits or fit.max_context is None or fit.context is None or fit.max_context >= fit.context:
+        return None
+    return fit.max_context
 
 
 def _with_user_env(cmd: Command, user_env: dict[str, str]) -> Command:
@@ -322,6 +338,9 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
             fix=reason.remediation,
         )
         raise refusal
+    shorter = _shorter_context(fit)
+    if shorter is not None:
+        ctx.memory = dataclasses.replace(ctx.memory, max_model_len=shorter)
     parts: EngineParts = eng.build(ctx)
     warnings = deployment_warnings(deployment) + list(active.warnings)
     advice = share_advice(
@@ -334,6 +353,12 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
     if advice is not None:
         settings_why = f"{settings_why}; {advice}" if settings_why else advice
     notes = list(parts.notes)
+    if shorter is not None:
+        notes.append(
+            f"{CONTEXT_FLAG.get(req.engine, '--max-model-len')} {shorter}: the KV cache left per rank holds "
+            f"{shorter:,} tokens of one sequence, below the {fit.context:,} asked; without the flag the engine "
+            "would size for the longer context (vLLM refuses to start)"
+        )
     notes += active.advisory_notes()
     return LaunchPlan(
         engine=req.engine.value,

@@ -124,7 +124,7 @@ def render_markdown(matrix: Matrix) -> str:
                 "",
                 f"Does not fit in memory (`{L.NO_FIT}`): "
                 + "; ".join(f"{sc.spec.model.model} {sc.spec.topology.name}: {sc.need_text}" for sc in no_fit)
-                + " GiB.",
+                + ".",
             ]
         if hidden_specs:
             lines += ["", f"Not shown (`ARCH_UNSUPPORTED` on {device.arch.value}): {L.hidden_summary(hidden_specs)}."]

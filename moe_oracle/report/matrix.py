@@ -86,10 +86,11 @@ class MatrixScenario:
 
     @property
     def need_text(self) -> str:
-        """``133.4 GiB per rank against 128.6`` (the fit's figures), or "" when not measured."""
+        """``133.4 GiB per rank against 128.6 GiB`` (the fit's figures, each with its unit), or "" when not
+        measured."""
         if self.need_gib is None or self.usable_gib is None:
             return ""
-        return f"{self.need_gib:.1f} GiB per rank against {self.usable_gib:.1f}"
+        return f"{self.need_gib:.1f} GiB per rank against {self.usable_gib:.1f} GiB"
 
     @property
     def id(self) -> str:

@@ -147,7 +147,7 @@ def test_serve_dry_run_line_is_shell_quoted(tmp_path: Path) -> None:
         *["serve", str(model), "--device", "h200", "--dp", "8", "--ep", "8", "--engine", "vllm", "--dry-run"],
         # (the hostile value was --all2all-backend's: issue 30 validates that against vLLM's backends, so it
         # goes in an engine argument after -- now)
-        *["--", "--served-model-name", hostile, "--max-model-len", "8192;touch CANARY"],
+        *["--", "--served-model-name", hostile, "--seed", "8192;touch CANARY"],
     )
     assert done.code == 0, done.err
     line = next(x for x in done.out.splitlines() if x.startswith("dry run: would exec"))

@@ -339,15 +339,13 @@ def test_cli_serve_dry_run_prints_plan_and_command() -> None:
         "vllm",
         "--dry-run",
         "--",
-        "--max-model-len",
-        "8192",
+        "--seed",
+        "7",
     )
     assert r.code == 0, r.err
     assert "## Launch" in r.out
     last = r.out.strip().splitlines()[-1]
-    assert last.startswith("dry run: would exec") and last.endswith(
-        "--moe-backend deep_gemm_mega_moe --max-model-len 8192"
-    )
+    assert last.startswith("dry run: would exec") and last.endswith("--moe-backend deep_gemm_mega_moe --seed 7")
 
 
 def test_cli_serve_missing_engine_is_exit_4(tmp_path: Path) -> None:

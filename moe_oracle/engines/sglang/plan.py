@@ -242,6 +242,8 @@ def build(ctx: PlanContext) -> EngineParts:
     if ctx.memory.max_num_seqs is not None:  # server-wide: SGLang divides it by the attention DP size
         # (model_executor/pool_configurator.py:956: max_running_requests // attn_dp_size per rank)
         argv += ["--max-running-requests", str(ctx.memory.max_num_seqs * par.dp)]
+    if ctx.memory.max_model_len is not None:  # given, or what the KV cache holds
+        argv += ["--context-length", str(ctx.memory.max_model_len)]
     amd = dep.device.vendor.value == "amd"
     runtime = _runtime_groups(ctx)
     if runtime:

@@ -194,6 +194,8 @@ def build(ctx: PlanContext) -> EngineParts:
     argv += ["--max-num-batched-tokens", str(par.max_num_batched_tokens)]
     if ctx.memory.max_num_seqs is not None:  # the decode batch the decision weighed, as given
         argv += ["--max-num-seqs", str(ctx.memory.max_num_seqs)]
+    if ctx.memory.max_model_len is not None:  # given, or what the KV cache holds (vLLM refuses a longer one)
+        argv += ["--max-model-len", str(ctx.memory.max_model_len)]
     if ctx.memory_fraction is not None:  # the fit's share: given, or chosen because the default does not fit
         argv += ["--gpu-memory-utilization", f"{ctx.memory_fraction:g}"]
     all2all = par.all2all_backend

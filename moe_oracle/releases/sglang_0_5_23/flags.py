@@ -37,6 +37,7 @@ LAUNCH_FLAGS: tuple[str, ...] = (
     "--cuda-graph-max-bs-decode",
     "--disable-shared-experts-fusion",
     "--max-running-requests",
+    "--context-length",
 )
 
 #: SGLang 0.5.23 launch_server flags (with their aliases, ``arg_groups/fields/*.py``) whose value is an input of
@@ -70,6 +71,7 @@ DECISION_INPUTS: dict[str, str] = {
     "allows the online quantization the plan offers",
     "--mem-fraction-static": "--memory-fraction",
     "--max-running-requests": "--max-num-seqs",
+    "--context-length": "--max-model-len (the memory fit counts it)",
 }
 #: Flag-name prefixes of decision inputs (every ``--speculative-*`` flag changes which MTP layers are built).
 DECISION_INPUT_PREFIXES: dict[str, str] = {"--speculative-": "--speculative mtp|none"}

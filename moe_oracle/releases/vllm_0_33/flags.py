@@ -33,6 +33,7 @@ SERVE_FLAGS: tuple[str, ...] = (
     "--headless",
     "--additional-config",
     "--max-num-seqs",
+    "--max-model-len",
     "--speculative-config",
 )
 
@@ -58,6 +59,7 @@ DECISION_INPUTS: dict[str, str] = {
     "--enable-eplb": "--eplb",
     "--eplb-config": "--eplb",
     "--max-num-seqs": "--max-num-seqs",
+    "--max-model-len": "--max-model-len (the memory fit counts it)",
     "--speculative-config": "--speculative mtp|none",
     "-sc": "--speculative mtp|none",
     "--nnodes": "--nodes",
