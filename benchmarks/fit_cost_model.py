@@ -5,17 +5,22 @@ timed interleaved), prints per path the decode fit (a fixed cost plus a cost per
 T <= 128) and the model fit over all T of this shape (``moe_oracle.cost.calibration.TERMS``) with
 their worst relative errors, and with ``--write`` replaces the matching entries of
 ``moe_oracle/data/calibration.json`` (same variant, device, EP and shape) by this run's points, with
-the hardware, library build and EP they came from. Runs on a CPU:
+the hardware, library build and EP they came from. ``--tune FILE`` adds the entries of a calibration file
+``moe-oracle tune`` wrote (``tune_calibration_h200.json``) for every shape no sweep measured (each as its own
+measured entry, with the file as its source), so the fit over shapes covers those families too. Runs on a CPU:
 
-    python benchmarks/fit_cost_model.py benchmarks/results/h200/2026-12-01/fused_vs_nonfused_*.json [--write]
+    python benchmarks/fit_cost_model.py benchmarks/results/h200/2026-12-01/fused_vs_nonfused_*.json \
+        [--tune benchmarks/results/h200/2026-12-01/tune_calibration_h200.json] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 
+from moe_oracle.cost import local
 from moe_oracle.cost.calibration import Calibration, decode_fit, fit
 
 DATA = Path(__file__).resolve().parents[1] / "moe_oracle" / "data" / "calibration.json"
@@ -51,20 +56,31 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
     return out
 
 
+def shape_of(cal: Calibration) -> tuple[int, int, int, int]:
+    return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k)
+
+
 def same_slot(a: dict, cal: Calibration) -> bool:
     s = a["shape"]
-    return (a["variant"], a["device"], a["ep"], s["hidden_size"], s["num_experts"]) == (
-        cal.variant,
-        cal.device,
-        cal.ep,
-        cal.hidden_size,
-        cal.num_experts,
-    )
+    mine = (s["hidden_size"], s["moe_intermediate_size"], s["num_experts"], s["top_k"])
+    return (a["variant"], a["device"], a["ep"], mine) == (cal.variant, cal.device, cal.ep, shape_of(cal))
+
+
+def tuned(path: Path, known: set[tuple[int, int, int, int]]) -> list[Calibration]:
+    """The entries of a ``moe-oracle tune`` file for shapes not in ``known``, as package entries (no origin)."""
+    name = path.resolve().relative_to(DATA.parents[2]).as_posix()
+    out = []
+    for c in local.read(path).entries:
+        if shape_of(c) not in known:
+            what = c.source.split(" on ")[0]
+            out.append(dataclasses.replace(c, origin="", source=f"{name} ({what})"))
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("results", nargs="+", help="JSON written by benchmarks/fused_vs_nonfused.py --json")
+    ap.add_argument("--tune", type=Path, help="a moe-oracle tune calibration file: add its shapes no sweep measured")
     ap.add_argument("--write", action="store_true", help="store the points in moe_oracle/data/calibration.json")
     args = ap.parse_args()
     written: list[Calibration] = []
@@ -83,6 +99,13 @@ def main() -> None:
                 f"{f.fixed_us:12.1f} {f.max_rel_error:7.1%}"
             )
         written += cals
+    if args.tune:
+        extra = tuned(args.tune, {shape_of(c) for c in written})
+        print(f"\n{args.tune}: {len(extra)} entries for {len({shape_of(c) for c in extra})} shapes no sweep measured")
+        for cal in extra:
+            pts = ", ".join(str(t) for t, _, _ in cal.points)
+            print(f"{cal.variant:34} H {cal.hidden_size} I {cal.moe_intermediate_size} E {cal.num_experts}: T {pts}")
+        written += extra
     if args.write:
         data = json.loads(DATA.read_text())
         kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in written)]

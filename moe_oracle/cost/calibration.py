@@ -1,22 +1,32 @@
 """Calibration points as data, and the fit the cost model uses for shapes nobody measured.
 
-A calibration entry holds kernel times (microseconds) for one variant on one device class at
-one EP size and one shape. :func:`fit` solves, by non-negative least squares on relative error,
+A calibration entry holds kernel times (microseconds) for one variant on one device class at one EP size and
+one shape. :func:`fit_pooled` solves, by non-negative least squares on relative error over the entries of every
+shape measured for a path, ``t = sum_i c_i * x_i`` with one term ``x_i`` (:data:`TERMS`) per kind of work a
+call does on one rank, counted in the blocks the kernel's own heuristics pick (:mod:`moe_oracle.cost.geometry`):
 
-    t(T) = fixed + a * experts_per_rank + b * active_expert_MB + c * TFLOP + d * token_pair_MB
+- a launch and grid barriers (fixed); bookkeeping over every local expert (non-fused); the fused scheduler's
+  walk over every local expert on every SM, each step a lookup over ``ceil(E_local / 32)`` registers (on the
+  H200 at T = 1 a 512-expert layer takes about 170 us beyond streaming its active experts' weights, a 64-expert
+  one about 45);
+- the active experts' weight MB streamed once, and again for every further M-block of an expert (what L2 does
+  not catch); the MMA work of the M-blocks as padded to BLOCK_M (large T with few experts: 64 experts at
+  T = 4096 run 4.5 blocks of 128 for 512 tokens); token-pair activations (FP8 in, BF16 out);
+- the weight MB of the busiest SM (tiles are dealt in whole rounds over the 132 SMs: at T = 1 with H 8192
+  the 448 L1 tiles of 8 experts take 4 rounds of 1 MB); the expert waves run one after the other (1 to 4
+  tokens per expert); a cost per tile of each block configuration (swapAB, BLOCK_M 64, BLOCK_M 128: pipeline
+  fill and epilogue, which dominate tiles with a short K).
 
-per entry (:func:`fit`) or over the entries of several shapes at once (:func:`fit_pooled`): one term per
-kind of work the fused kernel (and the non-fused graph) does in a call, per rank: a launch and grid
-barrier; bookkeeping over every local expert, active or not (the expert-count scan, per-expert
-signals and offsets: on the H200 a 384-expert layer costs about 40 us more than a 256-expert one with
-the same 8 active experts); streaming the active experts' weights; the FP8 MMA work; and moving each
-token-expert pair's activations (FP8 in, BF16 out). Terms whose coefficient would come out negative
-are dropped and the fit redone. ``benchmarks/cost_model_loso.py`` scores it on shapes it was not fit on.
+Which terms a path's fit uses is :data:`PATH_TERMS` (the fused SM90 kernels, the non-fused grouped GEMMs, and
+the five-term model for paths whose blocks are not modelled). One shape cannot tell most terms apart: its own
+fit (another EP of a measured shape) keeps fixed + active-expert MB + TFLOP. Terms the data do not support get
+a zero coefficient. ``benchmarks/cost_model_loso.py`` scores the fit on shapes it was not fit on.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -24,6 +34,7 @@ from functools import lru_cache
 from importlib import resources
 
 from moe_oracle.cost.active_experts import expected_active_experts
+from moe_oracle.cost.geometry import Kernel, Regime, geometry, kernel_for
 
 
 @dataclass(frozen=True)
@@ -73,8 +84,36 @@ class Calibration:
         }
 
 
-#: the fit's terms, in the order :func:`features` returns them
-TERMS = ("fixed", "per local expert", "per active-expert MB", "per TFLOP", "per token-pair MB")
+#: the fit's terms, in the order :func:`features` returns them (units: us per unit)
+TERMS = (
+    "fixed",
+    "per local expert",
+    "per scheduler step (local experts x ceil(local experts / 32), thousands)",
+    "per active-expert MB",
+    "per re-read expert MB (further M-blocks)",
+    "per TFLOP",
+    "per padded TFLOP (M-blocks x BLOCK_M)",
+    "per token-pair MB",
+    "per MB of the busiest SM",
+    "per MB of one tile column (BLOCK_N x (H + I)) per further expert wave",
+    "per tile, BLOCK_M 64 swapAB",
+    "per tile, BLOCK_M 64",
+    "per tile, BLOCK_M 128",
+)
+#: the previous model's five terms (fixed, local experts, active-expert MB, TFLOP, token-pair MB): paths whose
+#: blocks are not modelled, and the "before" column of ``benchmarks/cost_model_loso.py``
+FIVE_TERMS = (0, 1, 3, 5, 7)
+#: the terms of one shape's own fit (fixed, active-expert MB, TFLOP), and with fewer points (fixed, MB)
+ONE_SHAPE_TERMS = (0, 3, 5)
+FEW_POINT_TERMS = (0, 3)
+#: the terms each kind of path is fit with over several shapes
+PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
+    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
+    Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
+    Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12),
+    None: FIVE_TERMS,
+}
+_TILE_TERM = {Regime.SWAP_AB: 10, Regime.SPLIT_N: 11, Regime.LARGE_M: 12}
 
 
 @dataclass(frozen=True)
@@ -111,13 +150,89 @@ def _load() -> tuple[Calibration, ...]:
 
 
 def features(
-    tokens: float, active: float, expert_bytes: int, top_k: int, hidden: int, inter: int, experts_per_rank: int
+    path: str,
+    tokens: float,
+    active: float,
+    expert_bytes: int,
+    top_k: int,
+    hidden: int,
+    inter: int,
+    num_experts: int,
+    ep: int = 1,
 ) -> tuple[float, ...]:
-    """The :data:`TERMS` for one call of ``tokens`` tokens per rank: (1, local experts, active expert MB per rank,
-    TFLOP per rank, token-pair activation MB per rank: T x top-k x H x (1 byte in + 2 bytes out))."""
+    """The :data:`TERMS` for one call on ``path`` (a calibration's variant key) of ``tokens`` tokens per rank with
+    ``active`` experts active on the rank, ``expert_bytes`` per expert, at EP ``ep``. FLOPs count the three
+    projections (2 x T x top-k x 3 x H x I); token pairs T x top-k x H x (1 byte in + 2 bytes out)."""
+    local = max(1, num_experts // max(ep, 1))
     flops = 2.0 * tokens * top_k * 3 * hidden * inter
-    pairs_mb = tokens * top_k * hidden * 3 / 1e6
-    return (1.0, float(experts_per_rank), active * expert_bytes / 1e6, flops / 1e12, pairs_mb)
+    x = [0.0] * len(TERMS)
+    x[0], x[1], x[2] = 1.0, float(local), local * math.ceil(local / 32) / 1e3
+    x[3], x[5], x[7] = active * expert_bytes / 1e6, flops / 1e12, tokens * top_k * hidden * 3 / 1e6
+    kernel = kernel_for(path)
+    if kernel is not None:
+        g = geometry(kernel, tokens, hidden, inter, num_experts, top_k, ep)
+        x[4] = max(0.0, g.m_blocks - active) * expert_bytes / 1e6
+        x[6] = g.m_blocks * g.block_m * 6.0 * hidden * inter / 1e12
+        x[8] = g.critical_mb
+        x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
+        x[_TILE_TERM[g.regime]] = g.tiles
+    return tuple(x)
+
+
+def nnls(
+    rows: Sequence[Sequence[float]], ys: Sequence[float], use: Sequence[int], weights: Sequence[float] | None = None
+) -> list[float]:
+    """Coefficients >= 0 over the terms ``use`` (the others 0) minimising the sum of squared relative errors
+    ``w * (row . c - y) / y`` (``weights`` w, default 1): Lawson and Hanson's active-set method, columns scaled
+    to unit size."""
+    w = [1.0] * len(ys) if weights is None else list(weights)
+    a = [[row[i] / y * wi for i in use] for row, y, wi in zip(rows, ys, w, strict=True)]
+    n = len(use)
+    scale = [max((abs(r[j]) for r in a), default=0.0) or 1.0 for j in range(n)]
+    a = [[v / s for v, s in zip(r, scale, strict=True)] for r in a]
+    ata = [[sum(r[i] * r[j] for r in a) for j in range(n)] for i in range(n)]
+    atb = [sum(r[i] * wi for r, wi in zip(a, w, strict=True)) for i in range(n)]  # b = w (relative error)
+
+    def solve(free: list[int]) -> list[float]:
+        m = [[ata[i][j] for j in free] + [atb[i]] for i in free]
+        k = len(free)
+        for col in range(k):
+            piv = max(range(col, k), key=lambda r: abs(m[r][col]))
+            m[col], m[piv] = m[piv], m[col]
+            if abs(m[col][col]) < 1e-12:
+                continue
+            for r in range(k):
+                if r != col:
+                    f = m[r][col] / m[col][col]
+                    m[r] = [u - f * v for u, v in zip(m[r], m[col], strict=True)]
+        z = [0.0] * n
+        for pos, i in enumerate(free):
+            z[i] = m[pos][k] / m[pos][pos] if abs(m[pos][pos]) >= 1e-12 else 0.0
+        return z
+
+    x = [0.0] * n
+    free: list[int] = []
+    for _ in range(3 * n + 10):
+        grad = [atb[i] - sum(ata[i][j] * x[j] for j in range(n)) for i in range(n)]
+        candidates = [i for i in range(n) if i not in free and grad[i] > 1e-10]
+        if not candidates:
+            break
+        free.append(max(candidates, key=lambda i: grad[i]))
+        while True:
+            z = solve(sorted(free))
+            if all(z[i] > 0 for i in free):
+                x = z
+                break
+            alpha = min(x[i] / (x[i] - z[i]) for i in free if z[i] <= 0)
+            x = [xi + alpha * (zi - xi) for xi, zi in zip(x, z, strict=True)]
+            free = [i for i in free if x[i] > 1e-12]
+            x = [xi if i in free else 0.0 for i, xi in enumerate(x)]
+            if not free:
+                break
+    coef = [0.0] * len(rows[0]) if rows else []
+    for j, i in enumerate(use):
+        coef[i] = max(0.0, x[j] / scale[j])
+    return coef
 
 
 def _solve(rows: Sequence[Sequence[float]], ys: Sequence[float], use: tuple[bool, ...]) -> list[float]:
@@ -181,39 +296,50 @@ def fit(cal: Calibration) -> Fit:
     return fit_pooled((cal,))
 
 
+#: Huber threshold (relative error) and reweighting rounds of :func:`robust_nnls`
+HUBER_DELTA = 0.05
+HUBER_ROUNDS = 10
+
+
+def robust_nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], use: Sequence[int]) -> list[float]:
+    """:func:`nnls` reweighted to Huber's loss on relative error: a point off by more than :data:`HUBER_DELTA`
+    counts linearly, not squared, so the few points whose cost no term expresses (Qwen3-Next's 512 experts at
+    BLOCK_M 128 run 1.8x what every other shape implies) do not pull every other shape's coefficients."""
+    coef = nnls(rows, ys, use)
+    for _ in range(HUBER_ROUNDS):
+        err = [abs(sum(c * v for c, v in zip(coef, r, strict=True)) / y - 1.0) for r, y in zip(rows, ys, strict=True)]
+        coef = nnls(rows, ys, use, [1.0 if e <= HUBER_DELTA else math.sqrt(HUBER_DELTA / e) for e in err])
+    return coef
+
+
 def calibration_features(cal: Calibration) -> list[tuple[tuple[float, ...], float]]:
     """(features, measured us) of every point of ``cal`` (active experts as measured, else expected)."""
     out = []
     for tokens, active, us in cal.points:
         if active is None:
             active = expected_active_experts(cal.num_experts, cal.top_k, tokens, cal.ep)
-        shape = (cal.expert_bytes, cal.top_k, cal.hidden_size, cal.moe_intermediate_size, cal.num_experts // cal.ep)
-        out.append((features(tokens, active, *shape), us))
+        shape = (cal.expert_bytes, cal.top_k, cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.ep)
+        out.append((features(cal.variant, tokens, active, *shape), us))
     return out
 
 
 @lru_cache(maxsize=64)
-def fit_pooled(cals: tuple[Calibration, ...], terms: tuple[int, ...] | None = None) -> Fit:
+def fit_pooled(cals: tuple[Calibration, ...], terms: tuple[int, ...] | None = None, robust: bool = True) -> Fit:
     """Fit the model to the points of several calibrations at once (one variant, several shapes): each point's
-    features come from its own shape, so the coefficients are what the shapes share. One shape cannot tell a
-    cost per local expert from the fixed cost, nor a cost per token pair from one per TFLOP (each pair is
-    proportional there): its fit has the fixed, MB and TFLOP terms; with fewer points than that, fixed and MB.
-    ``terms`` (indices into :data:`TERMS`) restricts the fit to those terms (a benchmark scoring a smaller model)."""
+    features come from its own shape, so the coefficients are what the shapes share. Over several shapes the fit
+    uses the variant's :data:`PATH_TERMS`; one shape cannot tell most of them apart (every per-shape term is a
+    constant there, pairs are proportional to TFLOP): its fit has :data:`ONE_SHAPE_TERMS`, with fewer points than
+    that :data:`FEW_POINT_TERMS`. Several shapes are fit with :func:`robust_nnls`, one shape by plain least squares
+    (:func:`nnls`). ``terms`` (indices into :data:`TERMS`) replaces the choice of terms and ``robust=False`` fits
+    several shapes by plain least squares too: a benchmark scoring another model."""
     points = [p for cal in cals for p in calibration_features(cal)]
     rows, ys = [r for r, _ in points], [y for _, y in points]
     shapes = {(c.hidden_size, c.moe_intermediate_size, c.num_experts // c.ep, c.top_k) for c in cals}
-    if terms is not None:
-        use = [i in terms for i in range(len(TERMS))]
-    else:
-        use = [True] * len(TERMS) if len(shapes) > 1 else [True, False, True, True, False]
-        if len(rows) < sum(use):
-            use = [True, False, True, False, False]
-    coef = _solve(rows, ys, tuple(use))
-    while any(c < 0 for c in coef) and sum(use) > 1:
-        worst = min(range(len(use)), key=lambda i: coef[i] if use[i] else float("inf"))
-        use[worst] = False
-        coef = _solve(rows, ys, tuple(use))
-    coef = [max(c, 0.0) for c in coef]
-    fitted = Fit(tuple(coef), 0.0, len(ys))
+    if terms is None:
+        terms = PATH_TERMS.get(kernel_for(cals[0].variant), FIVE_TERMS) if len(shapes) > 1 else ONE_SHAPE_TERMS
+        if len(rows) < len(terms):
+            terms = FEW_POINT_TERMS
+    solver = robust_nnls if robust and len(shapes) > 1 else nnls  # one shape's points are one kernel's behaviour
+    fitted = Fit(tuple(solver(rows, ys, terms)), 0.0, len(ys))
     err = max(abs(fitted.predict(r) - y) / y for r, y in zip(rows, ys, strict=True))
     return Fit(fitted.coef, err, len(ys))

@@ -163,14 +163,17 @@ def estimate_us(
         active, mult = skewed_rank(group.num_experts, group.top_k, tokens, ep, skew)
         busy = tokens * mult
         skewed = f"; routing skew {skew:g}: busiest rank {mult:.2f}x the pairs, {active:.0f} active experts"
+    key = spec if isinstance(spec, str) else spec.key
     x = features(
+        key,
         busy,
         active,
         group.expert_weight_bytes(),
         group.top_k,
         group.hidden_size,
         group.moe_intermediate_size,
-        group.num_experts // max(ep, 1),
+        group.num_experts,
+        max(ep, 1),
     )
     cals = _calibrations_for(spec, deployment, calibrations)
     same = next((c for c in cals if _same_shape(c, group)), None)
@@ -199,7 +202,7 @@ def estimate_us(
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s
-    us = ROOFLINE_FIXED_US + x[2] / bw + x[3] / peak * 1e6
+    us = ROOFLINE_FIXED_US + x[3] / bw + x[5] / peak * 1e6
     return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured){skewed}", False)
 
 

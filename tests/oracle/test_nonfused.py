@@ -106,10 +106,13 @@ def test_bad_workload(text):
 
 
 def test_stored_calibration_is_the_committed_sweep():
-    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep runs, one per shape."""
+    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep runs, one per shape,
+    plus, for the shapes no sweep measured, the entries of the committed ``moe-oracle tune`` file."""
     import json
     import sys
     from pathlib import Path
+
+    from moe_oracle.cost import local
 
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "benchmarks"))
@@ -117,14 +120,24 @@ def test_stored_calibration_is_the_committed_sweep():
         from fit_cost_model import calibrations
     finally:
         sys.path.remove(str(root / "benchmarks"))
-    stored = {(c.variant, c.device, c.ep, c.hidden_size, c.num_experts): c for c in load_calibrations()}
-    sweeps = sorted((root / "benchmarks/results/h200/2026-12-01").glob("fused_vs_nonfused_*.json"))
+
+    def key(c):
+        return (c.variant, c.device, c.ep, c.hidden_size, c.moe_intermediate_size, c.num_experts, c.top_k)
+
+    stored = {key(c): c for c in load_calibrations()}
+    folder = root / "benchmarks/results/h200/2026-12-01"
+    sweeps = sorted(folder.glob("fused_vs_nonfused_*.json"))
     assert len(sweeps) >= 7
+    swept = set()
     for path in sweeps:
         for cal in calibrations(json.loads(path.read_text()), path.name):
-            key = (cal.variant, cal.device, cal.ep, cal.hidden_size, cal.num_experts)
-            assert stored[key].points == cal.points, (path.name, cal.variant)
-    assert sum(c.device == "h200" and c.ep == 1 for c in stored.values()) == 4 * len(sweeps)
+            assert stored[key(cal)].points == cal.points, (path.name, cal.variant)
+            swept.add(key(cal)[3:])
+    tuned = [c for c in local.read(folder / "tune_calibration_h200.json").entries if key(c)[3:] not in swept]
+    assert len({key(c)[3:] for c in tuned}) == 5  # ERNIE-4.5, Hunyuan, Qwen2-57B, Laguna-XS.2, MiMo-V2-Flash shapes
+    for cal in tuned:
+        assert stored[key(cal)].points == cal.points and "tune_calibration_h200.json" in stored[key(cal)].source
+    assert sum(c.device == "h200" and c.ep == 1 for c in stored.values()) == 4 * len(sweeps) + len(tuned)
 
 
 def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
@@ -163,7 +176,7 @@ def test_beyond_the_last_measured_t_the_cost_grows_linearly():
         for c in load_calibrations()
         if c.variant == "nonfused:deepgemm_fp8_psum"
         and c.device == "h200"
-        and (c.hidden_size, c.num_experts) == (4096, 256)
+        and (c.hidden_size, c.num_experts, c.top_k) == (4096, 256, 6)
     ]
     pts = dict((t, us) for t, _, us in cal.points)
     slope = (pts[8192] - pts[4096]) / 4096

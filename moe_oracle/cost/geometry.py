@@ -1,0 +1,213 @@
+"""Tile geometry of one MoE layer call: the blocks the kernel's own heuristics pick, and the work they imply.
+
+The cost model's terms (:mod:`moe_oracle.cost.calibration`) count work in the units the kernels schedule: M-blocks
+of an expert's tokens, (M-block, N-block) tiles, the weight bytes of the busiest SM. Which block sizes a call runs
+with is read from DeepGEMM PR #323 (8ddf7f96), ``csrc/jit_kernels/heuristics/sm90_mega_moe.hpp``:
+
+- ``get_block_config_for_mega_moe_sm90`` (FP8) and ``..._sm90_fp4``: BLOCK_M 128 (512 epilogue threads) once the
+  expected tokens per expert ``T * ranks * top_k / E`` reach 64, else BLOCK_M 64;
+- ``get_mega_moe_config_sm90``: FP8 BLOCK_N 128 with swapAB (``should_use_swap_ab_for_mega_moe_sm90``: BLOCK_M 64
+  and T <= 128), 256 at BLOCK_M 128, 256 at BLOCK_M 64 for I >= 3072 and 0.25+ tokens per expert, else 128; the
+  FP8xMXFP4 kernel always runs BLOCK_N 128 (``get_mega_moe_config_sm90_fp4``);
+- ``get_num_experts_per_wave_for_mega_moe_sm90``: every local expert in one wave unless 1 to 4 tokens per expert
+  are expected, then the smallest wave whose L1 blocks fill twice the SMs, searched for the fullest last wave
+  (``get_num_experts_per_wave_for_mega_moe``, ``csrc/jit_kernels/heuristics/mega_moe.hpp``);
+- the scheduler (``deep_gemm/include/deep_gemm/scheduler/mega_moe.cuh``) deals each wave's L1 tiles, then its L2
+  tiles, round robin over the SMs, and every SM walks every local expert of the wave to find its tiles (a lookup
+  over ``ceil(E_local / 32)`` registers per expert).
+
+The non-fused path's grouped GEMMs (``m_grouped_fp8_gemm_nt_contiguous``) run BLOCK_M = the contiguous layout's
+M alignment, 128 on SM90 (``csrc/jit_kernels/heuristics/sm90.hpp``); their BLOCK_N is taken as 128. Units: tokens
+per rank, bytes, tiles; nothing here is a time.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import Enum
+from functools import lru_cache
+
+#: SMs of an H200 / H100 SXM (the SM90 parts the calibrations were measured on)
+SM90_SMS = 132
+#: tokens per expert from which PR #323 switches to BLOCK_M 128 (``auto_split_mn``)
+LARGE_M_TOKENS_PER_EXPERT = 64.0
+#: the largest T at which the SM90 FP8 kernel runs swapAB
+SWAP_AB_MAX_TOKENS = 128
+#: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
+GROUPED_BLOCK_M = 128
+GROUPED_BLOCK_N = 128
+
+
+class Kernel(Enum):
+    """Which heuristics pick a path's blocks."""
+
+    SM90_FP8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    SM90_FP4 = "deep_gemm_mega_moe:sm90_fp8xfp4"
+    GROUPED = "nonfused"  # DeepGEMM's contiguous grouped GEMMs of a non-fused path
+
+
+class Regime(Enum):
+    """The block configuration a call runs with; each has its own cost per tile (pipeline fill, epilogue)."""
+
+    SWAP_AB = "BLOCK_M 64, swapAB"
+    SPLIT_N = "BLOCK_M 64"
+    LARGE_M = "BLOCK_M 128"
+
+
+def kernel_for(path: str) -> Kernel | None:
+    """The heuristics behind a calibrated path key; None for a path whose blocks are not modelled (SM100, AITER)."""
+    if path.startswith("nonfused:"):
+        return Kernel.GROUPED
+    return next((k for k in (Kernel.SM90_FP8, Kernel.SM90_FP4) if k.value == path), None)
+
+
+@dataclass(frozen=True)
+class Geometry:
+    """One call's blocks. ``m_blocks``: expected M-blocks summed over the local experts (an expert with ``n``
+    tokens runs ``ceil(n / block_m)``); ``tiles``: expected (M-block, N-block) tiles of both GEMMs;
+    ``critical_mb``: weight MB the busiest SM streams (whole rounds of tiles over the SMs, per GEMM);
+    ``expert_waves``: rounds of experts the scheduler runs one after the other (1: all at once)."""
+
+    kernel: Kernel
+    regime: Regime
+    block_m: int
+    block_n: int
+    experts_per_wave: int
+    m_blocks: float
+    tiles: float
+    critical_mb: float
+    expert_waves: int
+
+
+@lru_cache(maxsize=4096)
+def expected_m_blocks(
+    experts_per_rank: int, num_experts: int, top_k: int, tokens: float, ep: int, block_m: int
+) -> float:
+    """Expected sum over one rank's experts of ``ceil(n_e / block_m)`` when ``tokens * ep`` tokens each pick
+    ``top_k`` of ``num_experts`` experts uniformly: ``n_e`` is Binomial(``tokens * ep``, ``top_k / num_experts``)."""
+    n = max(1, round(tokens * ep))
+    p = min(1.0, top_k / num_experts)
+    if p >= 1.0:
+        return experts_per_rank * math.ceil(n / block_m)
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    lo, hi = max(1, int(mean - 10 * sd)), min(n, int(mean + 10 * sd) + 2)
+    base = math.lgamma(n + 1)
+    lp, lq = math.log(p), math.log1p(-p)
+    total = 0.0
+    for x in range(lo, hi + 1):
+        log_pmf = base - math.lgamma(x + 1) - math.lgamma(n - x + 1) + x * lp + (n - x) * lq
+        total += math.exp(log_pmf) * math.ceil(x / block_m)
+    return experts_per_rank * total
+
+
+#: ``get_num_experts_per_wave_for_mega_moe_sm90_fp4``'s first-match rules for BLOCK_M 64 x BLOCK_N 128:
+#: (tokens per expert from, to, from inclusive, the local expert count it needs to divide, experts per wave;
+#: 0 = every local expert), for I <= 2048 ("flash") and I >= 3072 ("pro")
+FP4_FLASH_WAVES = (
+    (0.75, 1.0, True, 16, 16),
+    (1.5, 2.0, True, 16, 16),
+    (3.0, 6.0, True, 16, 16),
+    (6.0, 12.0, True, 32, 32),
+    (6.0, 12.0, True, 8, 8),
+    (24.0, 32.0, True, 16, 16),
+    (12.0, 24.0, True, 32, 32),
+    (12.0, 24.0, True, 8, 8),
+    (32.0, 64.0, True, 16, 16),
+)
+FP4_PRO_WAVES = (
+    (0.0, 0.25, False, 16, 16),
+    (0.25, 0.375, True, 16, 16),
+    (0.375, 0.75, True, 16, 16),
+    (0.25, 1.0, True, 24, 24),
+    (1.0, 1.5, True, 1, 0),
+    (1.5, 3.0, True, 16, 16),
+    (3.0, 6.0, True, 8, 8),
+    (6.0, 12.0, True, 16, 16),
+    (6.0, 12.0, True, 8, 8),
+    (12.0, 24.0, True, 24, 24),
+    (12.0, 24.0, True, 8, 8),
+    (24.0, 64.0, True, 8, 8),
+)
+
+
+def _fp4_rule(experts: int, per_expert: float, inter: int) -> int | None:
+    rules = FP4_FLASH_WAVES if inter <= 2048 else FP4_PRO_WAVES if inter >= 3072 else ()
+    for lo, hi, inclusive, divisor, wave in rules:
+        if (per_expert >= lo if inclusive else per_expert > lo) and per_expert < hi:
+            if wave == 0:
+                return experts
+            if experts % divisor == 0:
+                return wave
+    return None
+
+
+def _experts_per_wave(
+    kernel: Kernel, experts: int, tokens: float, top_k: int, inter: int, block_m: int, block_n: int
+) -> int:
+    """``get_num_experts_per_wave_for_mega_moe_sm90`` (and ``..._fp4``) with an unbounded ring (the pool holds
+    every routed token)."""
+    per_expert = tokens * top_k / experts
+    if kernel is Kernel.SM90_FP4 and block_m == 64 and block_n == 128:
+        ruled = _fp4_rule(experts, per_expert, inter)
+        if ruled is not None:
+            return ruled
+    if per_expert < 1.0 or per_expert > 4.0:
+        return experts
+    l1_blocks = max(1, (2 * inter) // block_n) * max(1, math.ceil(math.ceil(per_expert) / block_m))
+    if (
+        kernel is Kernel.SM90_FP8
+        and block_m == 64
+        and inter >= 3072
+        and experts * (2 * inter) // block_n >= 4 * SM90_SMS
+    ):
+        return experts
+    fill = math.ceil(2 * SM90_SMS / l1_blocks)
+    if fill >= experts:
+        return experts
+    if l1_blocks >= SM90_SMS:
+        return fill
+    best, best_tail = fill, -1.0
+    for wave in range(fill, min(experts, 2 * fill) + 1):
+        rest = experts % wave
+        tail = 1.0 if rest == 0 else rest / wave
+        if tail > best_tail:
+            best, best_tail = wave, tail
+    return best
+
+
+def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts: int, top_k: int, ep: int) -> Geometry:
+    """The blocks of one call of ``tokens`` tokens per rank on ``kernel`` (see the module docstring for sources)."""
+    local = max(1, num_experts // max(ep, 1))
+    per_expert = tokens * max(ep, 1) * top_k / num_experts
+    if kernel is Kernel.GROUPED:
+        regime, block_m, block_n = Regime.LARGE_M, GROUPED_BLOCK_M, GROUPED_BLOCK_N
+    elif per_expert >= LARGE_M_TOKENS_PER_EXPERT:
+        regime, block_m = Regime.LARGE_M, 128
+        block_n = 256 if kernel is Kernel.SM90_FP8 else 128
+    else:
+        block_m = 64
+        swap = kernel is Kernel.SM90_FP8 and tokens <= SWAP_AB_MAX_TOKENS
+        regime = Regime.SWAP_AB if swap else Regime.SPLIT_N
+        wide = kernel is Kernel.SM90_FP8 and not swap and inter >= 3072 and per_expert >= 0.25
+        block_n = 256 if wide else 128
+    wave = (
+        local if kernel is Kernel.GROUPED else _experts_per_wave(kernel, local, tokens, top_k, inter, block_m, block_n)
+    )
+    m_blocks = expected_m_blocks(local, num_experts, top_k, tokens, max(ep, 1), block_m)
+    l1_n, l2_n = max(1, 2 * inter // block_n), max(1, hidden // block_n)
+    waves = math.ceil(local / wave)  # each wave's L1 tiles, then its L2 tiles, in whole rounds over the SMs
+    rounds_l1 = waves * math.ceil(m_blocks / waves * l1_n / SM90_SMS)
+    rounds_l2 = waves * math.ceil(m_blocks / waves * l2_n / SM90_SMS)
+    critical = (rounds_l1 * block_n * hidden + rounds_l2 * block_n * inter) / 1e6
+    return Geometry(
+        kernel=kernel,
+        regime=regime,
+        block_m=block_m,
+        block_n=block_n,
+        experts_per_wave=wave,
+        m_blocks=m_blocks,
+        tiles=m_blocks * (l1_n + l2_n),
+        critical_mb=critical,
+        expert_waves=waves,
+    )

@@ -1,0 +1,100 @@
+"""The cost model's terms: the blocks PR #323's heuristics pick, the work they count, and the fit over shapes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from moe_oracle.cost.calibration import TERMS, features, nnls, robust_nnls
+from moe_oracle.cost.geometry import SM90_SMS, Kernel, Regime, expected_m_blocks, geometry, kernel_for
+
+ROOT = Path(__file__).resolve().parents[2]
+FP8, FP4, GROUPED = Kernel.SM90_FP8, Kernel.SM90_FP4, Kernel.GROUPED
+
+
+def test_block_m_switches_to_128_at_64_tokens_per_expert():
+    # 64 experts, top-8: 64 tokens per expert at T = 512 (get_block_config_for_mega_moe_sm90's auto_split_mn)
+    below, at = geometry(FP8, 511, 4096, 3072, 64, 8, 1), geometry(FP8, 512, 4096, 3072, 64, 8, 1)
+    assert (below.regime, below.block_m) == (Regime.SPLIT_N, 64)
+    assert (at.regime, at.block_m, at.block_n) == (Regime.LARGE_M, 128, 256)
+    # at EP 8 the kernel counts the tokens of every rank: T = 64 per rank is 64 per expert (8 at EP 1)
+    assert geometry(FP8, 64, 4096, 3072, 64, 8, 8).block_m == 128
+    assert geometry(FP8, 64, 4096, 3072, 64, 8, 1).block_m == 64
+
+
+def test_swap_ab_up_to_128_tokens_and_block_n_of_each_kernel():
+    assert geometry(FP8, 128, 4096, 2048, 256, 8, 1).regime is Regime.SWAP_AB
+    assert geometry(FP8, 129, 4096, 2048, 256, 8, 1).regime is Regime.SPLIT_N
+    assert geometry(FP8, 256, 4096, 3072, 256, 8, 1).block_n == 256  # I >= 3072 without swapAB
+    assert geometry(FP8, 256, 4096, 2048, 256, 8, 1).block_n == 128
+    assert geometry(FP4, 4096, 4096, 2048, 256, 8, 1).block_n == 128  # the FP8xMXFP4 kernel: always 128
+    g = geometry(GROUPED, 8, 4096, 2048, 256, 8, 1)
+    assert (g.block_m, g.expert_waves) == (128, 1)
+    assert kernel_for("nonfused:deepgemm_fp8_psum") is GROUPED
+    assert kernel_for("deep_gemm_mega_moe:sm100_fp8xfp4") is None
+
+
+def test_expected_m_blocks_pad_each_expert_to_block_m():
+    assert expected_m_blocks(64, 64, 8, 1, 1, 64) == pytest.approx(8.0)  # one token: top-8 experts, one block each
+    assert expected_m_blocks(4, 4, 4, 300, 1, 128) == 4 * 3  # every expert gets all 300 tokens: 3 blocks
+    # large T with few experts: 512 tokens per expert on average, 4 blocks of 128 only when none is over
+    per_expert = expected_m_blocks(64, 64, 8, 4096, 1, 128) / 64
+    assert 4.3 < per_expert < 4.7
+
+
+def test_busiest_sm_streams_whole_rounds_of_tiles():
+    # T = 1 at H 8192, I 3584 (ERNIE-4.5 shape): 8 experts x 56 L1 tiles = 448 tiles = 4 rounds over 132 SMs,
+    # 8 x 64 L2 tiles = 512 = 4 rounds; each L1 tile 128 x 8192 bytes, each L2 tile 128 x 3584
+    g = geometry(FP8, 1, 8192, 3584, 64, 8, 1)
+    assert g.tiles == pytest.approx(8 * (56 + 64))
+    assert -(-448 // SM90_SMS) == 4
+    assert g.critical_mb == pytest.approx((4 * 128 * 8192 + 4 * 128 * 3584) / 1e6)
+
+
+def test_experts_per_wave_between_one_and_four_tokens_per_expert():
+    # V4-Flash shape at T = 64: 1.5 tokens per expert, 32 L1 tiles per expert; the smallest wave filling 2 x 132
+    # SMs is 9 experts, and 16 leaves no partial last wave among 9..18
+    assert geometry(FP8, 64, 4096, 2048, 256, 6, 1).experts_per_wave == 16
+    assert geometry(FP8, 64, 4096, 2048, 256, 6, 1).expert_waves == 16
+    assert geometry(FP8, 1, 4096, 2048, 256, 6, 1).expert_waves == 1  # under one token per expert: one wave
+    # the FP8xMXFP4 kernel's own rule: I <= 2048 at 32-64 tokens per expert runs 16 experts per wave
+    assert geometry(FP4, 1024, 6144, 2048, 256, 8, 1).experts_per_wave == 16
+
+
+def test_features_count_each_kind_of_work_once():
+    tiles = [i for i, name in enumerate(TERMS) if name.startswith("per tile")]
+    x = features("deep_gemm_mega_moe:sm90_fp8xfp8", 4096, 64, 37757952, 8, 4096, 3072, 64)
+    assert [x[i] > 0 for i in tiles] == [False, False, True]  # BLOCK_M 128: only its tile term
+    scan = TERMS.index("per scheduler step (local experts x ceil(local experts / 32), thousands)")
+    assert features("nonfused:deepgemm_fp8_psum", 1, 10, 1, 10, 2048, 512, 512)[scan] == pytest.approx(512 * 16 / 1e3)
+    sm100 = features("deep_gemm_mega_moe:sm100_fp8xfp4", 64, 64, 1000, 8, 4096, 2048, 256)
+    assert all(sm100[i] == 0 for i in (4, 6, 8, 9, *tiles))  # blocks not modelled there: the five terms only
+
+
+def test_nnls_keeps_coefficients_non_negative():
+    rows = [(1.0, float(x), -float(x)) for x in range(1, 9)]
+    ys = [2.0 + 3.0 * x for x in range(1, 9)]
+    assert nnls(rows, ys, (0, 1, 2)) == pytest.approx([2.0, 3.0, 0.0], abs=1e-9)
+    only = nnls(rows, ys, (0, 2))  # the -x column would need a negative coefficient: it gets 0, the constant alone
+    assert only[1:] == [0.0, 0.0] and only[0] == pytest.approx(sum(1 / y for y in ys) / sum(1 / y**2 for y in ys))
+
+
+def test_robust_fit_is_not_pulled_by_one_point_no_term_expresses():
+    rows = [(1.0, float(x)) for x in range(1, 13)]
+    ys = [10.0 + 2.0 * x for x in range(1, 13)]
+    ys[-1] *= 1.8  # one point the terms cannot express
+    plain, robust = nnls(rows, ys, (0, 1)), robust_nnls(rows, ys, (0, 1))
+    assert abs(robust[1] - 2.0) < abs(plain[1] - 2.0) / 3
+
+
+def test_loso_table_is_the_committed_result_and_the_docs_quote_it():
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "cost_model_loso.py")], capture_output=True, text=True, check=True
+    ).stdout
+    saved = (ROOT / "benchmarks/results/h200/2026-12-02/cost_model_loso.txt").read_text()
+    assert out == saved
+    docs = (ROOT / "docs/performance.md").read_text()
+    assert all(line in docs for line in saved.splitlines() if line.startswith(("|", "package model", "previous")))
