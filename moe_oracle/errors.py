@@ -7,7 +7,9 @@ nothing here ever surfaces as a traceback.
 
 from __future__ import annotations
 
-from enum import IntEnum
+from collections.abc import Sequence
+from dataclasses import dataclass
+from enum import Enum, IntEnum
 
 
 class ExitCode(IntEnum):
@@ -63,6 +65,65 @@ def bounded_line(text: str, limit: int) -> str:
     return line
 
 
+class FixKind(Enum):
+    """What a typed fix changes (issue 32 item 1): the engine's memory settings, the layout or GPU count, the
+    checkpoint's format, the software profile, the engine, another flag, or a change by hand (prose only)."""
+
+    FIT = "fit"
+    LAYOUT = "layout"
+    FORMAT = "format"
+    PROFILE = "profile"
+    ENGINE = "engine"
+    FLAG = "flag"
+    MANUAL = "manual"
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One alternative a refusal offers, typed where the refusal is decided, so that it can be re-planned as given
+    (:mod:`moe_oracle.launch.fix_judge`) and is rendered to text once (:meth:`render`).
+
+    ``flags``: ``(flag, value)`` pairs the alternative sets, as the command takes them (a layout's pairs are the
+    whole layout); ``dropped``: given ``(flag, value)`` pairs it leaves out; ``model``: another checkpoint to serve
+    (a FORMAT fix); ``lead``: the alternative's label (``more GPUs``); ``words``: what follows the flags (its fit,
+    or what a re-plan gave)."""
+
+    kind: FixKind
+    words: str = ""
+    flags: tuple[tuple[str, str], ...] = ()
+    dropped: tuple[tuple[str, str], ...] = ()
+    model: str | None = None
+    lead: str = ""
+
+    def flag_words(self) -> str:
+        """The flags as one pasteable run of shell words (each value shell-quoted)."""
+        from moe_oracle.shell import shell_join
+
+        return shell_join([w for pair in self.flags for w in pair])
+
+    def render(self) -> str:
+        """The alternative as printed: ``lead: without A and B, FLAGS MODEL WORDS``."""
+        from moe_oracle.shell import shell_join, shell_quote
+
+        parts = []
+        if self.dropped:
+            without = " and ".join(shell_join(pair) for pair in self.dropped)
+            parts.append(f"without {without}{',' if self.flags else ''}")
+        if self.flags:
+            parts.append(self.flag_words())
+        if self.model is not None:
+            parts.append(shell_quote(self.model))
+        if self.words:
+            parts.append(self.words)
+        text = " ".join(parts)
+        return f"{self.lead}: {text}" if self.lead else text
+
+
+def render_fixes(fixes: Sequence[Fix]) -> str:
+    """Alternatives as one fix line, joined by ``; or ``."""
+    return "; or ".join(f.render() for f in fixes)
+
+
 class OracleError(Exception):
     """Base class: a failure with a one-line message and an exit code."""
 
@@ -72,9 +133,12 @@ class OracleError(Exception):
     #: True when the command's one ``--json`` document is already on stdout (no error document follows it).
     document_written: bool = False
 
-    def __init__(self, message: str, *, fix: str | None = None) -> None:
+    def __init__(self, message: str, *, fix: str | None = None, fixes: Sequence[Fix] = ()) -> None:
         self.message = message
-        self.fix = fix
+        #: the typed alternatives, where the refusal types them (the fit refusal, the engine's layout checks, EP
+        #: beyond the experts); ``fix`` is their text when not given
+        self.fixes: tuple[Fix, ...] = tuple(fixes)
+        self.fix = fix if fix is not None or not self.fixes else render_fixes(self.fixes)
         super().__init__(self.one_line())
 
     @property
@@ -135,6 +199,8 @@ class OverrideRefusedError(OracleError):
 
     exit_code = ExitCode.OVERRIDE_REFUSED
 
-    def __init__(self, message: str, *, fix: str | None = None, trail: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self, message: str, *, fix: str | None = None, trail: tuple[str, ...] = (), fixes: Sequence[Fix] = ()
+    ) -> None:
         self.trail = trail
-        super().__init__(message, fix=fix)
+        super().__init__(message, fix=fix, fixes=fixes)

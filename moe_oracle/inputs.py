@@ -105,7 +105,7 @@ def _deployment_error(exc: ValidationError) -> DeploymentError:
     first = exc.errors(include_url=False)[0]
     cause = (first.get("ctx") or {}).get("error")
     if isinstance(cause, LayoutError):
-        return DeploymentError(cause.message, fix=cause.fix)
+        return DeploymentError(cause.message, fix=cause.fix, fixes=cause.fixes)
     field = str(first.get("loc", ("",))[-1]) if first.get("loc") else ""
     flag = _FLAG_OF.get(field)
     ctx = first.get("ctx") or {}

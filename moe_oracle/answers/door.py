@@ -154,7 +154,10 @@ def select_asked(
         doc["layout_chosen"] = asked.layout_why
     if settings_why:
         doc["settings_chosen"] = settings_why
-    replicas = _replicas(resolved, decision)
+    replicas, active = _replicas(resolved, decision)
+    released = resolved.at_release_software() if resolved.replacement_unused(active) else resolved
+    if released is not resolved:  # as plan does: the replacement build the default took serves nothing it runs
+        return select_asked(asked, source, resolved=released, on_refusal=on_refusal)
     if replicas:
         doc["replicas"] = replicas
     if not fit.fits:
@@ -205,15 +208,17 @@ def does_not_fit(selection: Selection) -> DeploymentDoesNotFitError:
         f"[{reason.code.value}] {decision.model.model} on {Layout.of(decision.deployment).label()} x "
         f"{decision.deployment.device.name}: {reason.message}",
         fix=reason.remediation,
+        fixes=fit.fixes,
     )
     exc.selection = selection  # type: ignore[attr-defined]
     return exc
 
 
-def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] | None:
+def _replicas(resolved: ResolvedQuestion, decision: Decision) -> tuple[dict[str, Any] | None, Decision]:
     """Where EP crosses a domain and one domain-sized replica runs a fused backend this layout cannot: what
     ``plan`` and ``serve`` run instead (the same replica step, :func:`moe_oracle.answers.replicas.replica_choice`),
-    with that decision's fingerprint, so both commands name both answers."""
+    with that decision's fingerprint, so both commands name both answers; and the decision they serve (the
+    replica's, else ``decision``)."""
     from moe_oracle.answers.replicas import replica_choice, routed_experts
     from moe_oracle.fit.server import Layout
     from moe_oracle.fit.settle import FitQuestion, fit
@@ -227,7 +232,7 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
         routed_experts(asked.model),
     )
     if choice is None or not choice.adopted or choice.decision is None or choice.deployment is None:
-        return None
+        return None, decision
     layout = Layout.of(choice.deployment)
     fingerprint = decision_fingerprint(choice.decision)
     main = choice.decision.main.chosen
@@ -242,4 +247,4 @@ def _replicas(resolved: ResolvedQuestion, decision: Decision) -> dict[str, Any] 
         "fingerprint": fingerprint,
         "note": f"plan and serve run {choice.count} replicas of {layout.label()} (each inside one NVLink/XGMI domain), "
         f"where {chosen} runs; that is select's decision with {flags} (fingerprint {fingerprint})",
-    }
+    }, choice.decision

@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any
 
 from moe_oracle.answers.door import answer, judge, select_asked, selection_of
 from moe_oracle.answers.results import AdvisoryHit, Group, GroupVerdict, Plan, Rejected, Selection, Verdict
-from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, OverrideRefusedError
+from moe_oracle.errors import (
+    BadInputError,
+    DeploymentDoesNotFitError,
+    DeploymentError,
+    EngineLayoutError,
+    OverrideRefusedError,
+)
 
 if TYPE_CHECKING:
     import click
@@ -82,7 +88,13 @@ def select(model: Any = None, *, device: str, **deployment: Any) -> Selection:
     from moe_oracle.cli.cmd_select import select as command
 
     asked = asked_of(command, "moe_oracle.select", model, {"device": device, **deployment})
-    return select_asked(asked, model if isinstance(model, str) else None)
+    source = model if isinstance(model, str) else None
+    try:
+        return select_asked(asked, source)
+    except (DeploymentDoesNotFitError, DeploymentError, EngineLayoutError) as exc:
+        from moe_oracle.launch.build import judge_select
+
+        raise judge_select(source, asked, exc) from None  # its fixes judged as the CLI's select judges them
 
 
 def check(model: Any = None, *, device: str, backend: str, **deployment: Any) -> Verdict:

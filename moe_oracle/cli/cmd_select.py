@@ -10,7 +10,15 @@ import click
 from moe_oracle.cli.command import command
 from moe_oracle.cli.manual_options import MANUAL_FLAGS, manual_options
 from moe_oracle.cli.options import asked_from, deployment_options, question_options
-from moe_oracle.errors import BadInputError, DeploymentDoesNotFitError, ExitCode, OverrideRefusedError, excerpt
+from moe_oracle.errors import (
+    BadInputError,
+    DeploymentDoesNotFitError,
+    DeploymentError,
+    EngineLayoutError,
+    ExitCode,
+    OverrideRefusedError,
+    excerpt,
+)
 from moe_oracle.rules import Engine
 
 ENGINES = [e.value for e in Engine]
@@ -62,18 +70,19 @@ def select(model: str | None, **kw: Any) -> None:
             for line in exc.trail:
                 click.echo(f"  {line}", err=True)
 
-    resolved = _resolved(asked)
+    from moe_oracle.launch.build import judge_select
+
+    try:
+        resolved = _resolved(asked)
+    except (DeploymentError, EngineLayoutError) as exc:  # its fixes re-planned as plan re-plans them
+        raise judge_select(model, asked, exc) from None
     try:
         selection = select_asked(asked, model, resolved=resolved, on_refusal=show_trail)
     except DeploymentDoesNotFitError as exc:
         if not as_json:  # the decision and its fit, then the one-line refusal
             _print(exc.selection, as_json, all_reasons)  # type: ignore[attr-defined]
-        if model is None:
-            raise
         # its fix re-planned as plan re-plans it (launch/fix_judge.py), so both commands print one line
-        from moe_oracle.launch.build import PlanRequest, judge_refusal
-
-        raise judge_refusal(PlanRequest.of(model, asked), exc) from None
+        raise judge_select(model, asked, exc) from None
     _print(selection, as_json, all_reasons, brief=brief)
 
 

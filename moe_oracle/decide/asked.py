@@ -100,7 +100,7 @@ class AskedQuestion:
         problems = [] if self._served_as_replicas(deployment) else layout_problems(self.engine, self.model, deployment)
         if problems:
             first = problems[0]
-            raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix)
+            raise EngineLayoutError(f"{first.message}; {first.source}", fix=first.fix, fixes=first.fixes)
         check_ep_experts(self.model, deployment, proposed=self.layout_why is not None)
         from moe_oracle.decide.engine_flags import check_all2all, check_context, check_step_batch
 
@@ -137,7 +137,7 @@ def check_ep_experts(model: ModelDescription, deployment: Deployment, *, propose
     import math
 
     from moe_oracle.decide.layout import splits_into_replicas
-    from moe_oracle.errors import DeploymentError
+    from moe_oracle.errors import DeploymentError, Fix, FixKind
 
     par, gpn = deployment.parallel, deployment.topology.gpus_per_node
     ep = par.ep
@@ -149,11 +149,19 @@ def check_ep_experts(model: ModelDescription, deployment: Deployment, *, propose
             divisor = max(d for d in range(1, experts + 1) if experts % d == 0 and d <= ep)
             dp = max(1, divisor // par.tp)
             nodes = -(-(dp * par.tp * par.pp) // gpn)
-            layout = f"--dp {dp} --ep {divisor}" + (f" --tp {par.tp}" if par.tp > 1 else "") + f" --nodes {nodes}"
+            flags = (
+                ("--dp", str(dp)),
+                ("--ep", str(divisor)),
+                *((("--tp", str(par.tp)),) if par.tp > 1 else ()),
+                ("--nodes", str(nodes)),
+            )
+            typed = Fix(FixKind.LAYOUT, flags=flags)
             raise DeploymentError(
                 f"--ep {ep} is more than the {experts} routed experts of {model.model}'s layer group {group.name!r}: "
                 f"{ep - experts} of the {ep} expert-parallel ranks would hold no expert",
-                fix=f"use at most {divisor} expert-parallel ranks, e.g. {layout} (more GPUs: serve replicas of it)",
+                fix=f"use at most {divisor} expert-parallel ranks, e.g. {typed.flag_words()} (more GPUs: serve "
+                "replicas of it)",
+                fixes=(typed,),
             )
 
 

@@ -31,6 +31,7 @@ from moe_oracle.decide.memory_share import (
 )
 from moe_oracle.decide.placement import Over, group_size, placement
 from moe_oracle.decide.selection import Decision
+from moe_oracle.errors import Fix
 from moe_oracle.model.footprint import unweighed_note
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, PartKind
 from moe_oracle.releases.speculative import builds_mtp
@@ -77,6 +78,8 @@ class Fit:
     mtp_built: bool
     reasons: tuple[Reason, ...] = ()
     notes: tuple[str, ...] = field(default=())
+    #: a failing verdict's alternatives, typed (:class:`moe_oracle.errors.Fix`); the reasons' remediation is their text
+    fixes: tuple[Fix, ...] = field(default=(), compare=False)
     weighed_all: bool = True  # False: the family has no footprint entry, only the routed experts were weighed
     #: ``--max-model-len`` as given: the longest sequence the engine serves (None: the model's context).
     served_context: int | None = None

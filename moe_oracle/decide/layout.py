@@ -24,6 +24,7 @@ from moe_oracle.decide.settings_search import (
     buffers_of,
     fitting_settings,
 )
+from moe_oracle.errors import Fix, FixKind, render_fixes
 from moe_oracle.inputs import DeploymentFlags, build_deployment
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.rules import Conversion, Engine
@@ -157,9 +158,10 @@ def smallest_fitting(
     buffer_bytes: int = 0,
     mtp_built: bool | None = None,
     settings: EngineMemorySettings | None = None,
-) -> tuple[str, Fit] | None:
+) -> tuple[tuple[tuple[str, str], ...], Fit] | None:
     """The smallest pure DP+EP layout (doubling the GPUs from the given world size) on the same device whose
-    fit holds (with the engine settings given, or ones :func:`fitting_settings` finds), as flags with its fit;
+    fit holds (with the engine settings given, or ones :func:`fitting_settings` finds), as ``(flag, value)`` pairs
+    with its fit;
     None when none up to :data:`MAX_SEARCH_GPUS` does."""
     topo, par = deployment.topology, deployment.parallel
     gpus = max(topo.world_size, par.tp * par.dp * par.pp)
@@ -173,7 +175,7 @@ def smallest_fitting(
         )
         kw = dict(conversions=conversions, mtp_built=mtp_built)
         fit = measure_fit(model, candidate, engine, buffer_bytes=buffer_bytes, settings=settings, **kw)  # type: ignore[arg-type]
-        extra = ""
+        extra: tuple[tuple[str, str], ...] = ()
         if not fit.fits:
             prop = fitting_settings(
                 model,
@@ -184,10 +186,10 @@ def smallest_fitting(
                 **kw,  # type: ignore[arg-type]
             )
             if prop is not None:
-                fit, extra = prop.fit, " " + settings_flags(engine, prop.settings)
+                fit, extra = prop.fit, settings_pairs(engine, prop.settings)
         if fit.fits and not fit.reasons:
-            flags = f"--dp {gpus} --ep {gpus}" + (f" --nodes {nodes}" if nodes > 1 else "") + extra
-            return flags, fit
+            flags = (("--dp", str(gpus)), ("--ep", str(gpus)), *((("--nodes", str(nodes)),) if nodes > 1 else ()))
+            return (*flags, *extra), fit
         gpus *= 2
     return None
 
@@ -285,68 +287,86 @@ def _with_fix(
     """``fit`` (failing at ``settings``) with its fix; ``prop``: what :func:`fitting_settings` found for
     ``settings`` (already searched by the caller)."""
     kw = dict(conversions=conversions, mtp_built=mtp_built)
-    fixes = []
-    dropped = ""
-    for words, free in _without_given(settings) if prop is None else ():  # the values given do not fit
+    fixes: list[Fix] = []
+    dropped: tuple[tuple[str, str], ...] = ()
+    for left_out, free in _without_given(settings) if prop is None else ():  # the values given do not fit
         prop = fitting_settings(model, deployment, engine, given=free, buffer_for=buffer_for, **kw)  # type: ignore[arg-type]
         if prop is not None:
-            dropped = f"without {words}, "
+            dropped = left_out
             break
     if prop is not None:
         fixes.append(
-            f"engine settings: {dropped}{settings_flags(engine, prop.settings)} fit this layout, "
-            f"{prop.fit.kv_bytes / GIB:.1f} GiB of KV cache per rank"
+            Fix(
+                FixKind.FIT,
+                f"fit this layout, {prop.fit.kv_bytes / GIB:.1f} GiB of KV cache per rank",
+                flags=settings_pairs(engine, prop.settings),
+                dropped=dropped,
+                lead="engine settings",
+            )
         )
     bigger = smallest_fitting(model, deployment, engine, buffer_bytes=buffer_bytes, settings=settings, **kw)  # type: ignore[arg-type]
     if bigger is not None:
         flags, big_fit = bigger
         fixes.append(
-            f"more GPUs: {flags} (tp 1) on {deployment.device.name} fits, {big_fit.kv_bytes / GIB:.1f} GiB of "
-            "KV cache per rank"
+            Fix(
+                FixKind.LAYOUT,
+                f"(tp 1) on {deployment.device.name} fits, {big_fit.kv_bytes / GIB:.1f} GiB of KV cache per rank",
+                flags=flags,
+                lead="more GPUs",
+            )
         )
     for other in _smaller_checkpoints(model):
         small = measure_fit(other, deployment, engine, buffer_bytes=buffer_bytes, settings=settings)
         if small.fits:
+            label = other.main_group.weight_quant.label()
             fixes.append(
-                f"a smaller format: {other.model} ({other.main_group.weight_quant.label()} experts) fits this layout"
+                Fix(FixKind.FORMAT, f"({label} experts) fits this layout", model=other.model, lead="a smaller format")
             )
             break
-    fix = "; or ".join(fixes) if fixes else f"no layout of up to {MAX_SEARCH_GPUS} {deployment.device.name} GPUs fits"
+    if not fixes:
+        fixes.append(Fix(FixKind.MANUAL, f"no layout of up to {MAX_SEARCH_GPUS} {deployment.device.name} GPUs fits"))
+    fix = render_fixes(fixes)
     reasons = tuple(replace(r, remediation=fix) for r in fit.reasons)
-    return replace(fit, reasons=reasons)
+    return replace(fit, reasons=reasons, fixes=tuple(fixes))
 
 
-def _without_given(settings: EngineMemorySettings) -> list[tuple[str, EngineMemorySettings]]:
+def _without_given(settings: EngineMemorySettings) -> list[tuple[tuple[tuple[str, str], ...], EngineMemorySettings]]:
     """The given settings with the values the user gave left out, the fewest first: the budget, the fraction,
-    both (each with the words naming what was left out), for a fix that says what to drop."""
+    both (each with the ``(flag, value)`` pairs left out), for a fix that says what to drop."""
     budget = settings.max_num_batched_tokens
     fraction = settings.fraction
-    out = []
+    out: list[tuple[tuple[tuple[str, str], ...], EngineMemorySettings]] = []
     if budget is not None:
-        out.append((f"--max-num-batched-tokens {budget}", replace(settings, max_num_batched_tokens=None)))
+        out.append(((("--max-num-batched-tokens", str(budget)),), replace(settings, max_num_batched_tokens=None)))
     if fraction is not None:
-        out.append((f"--memory-fraction {fraction:g}", replace(settings, fraction=None)))
+        out.append(((("--memory-fraction", f"{fraction:g}"),), replace(settings, fraction=None)))
     if budget is not None and fraction is not None:
         both = replace(settings, fraction=None, max_num_batched_tokens=None)
-        out.append((f"--memory-fraction {fraction:g} and --max-num-batched-tokens {budget}", both))
+        out.append(((("--memory-fraction", f"{fraction:g}"), ("--max-num-batched-tokens", str(budget))), both))
     return out
+
+
+def settings_pairs(engine: Engine, s: EngineMemorySettings) -> tuple[tuple[str, str], ...]:
+    """The engine flags of ``s`` as ``(flag, value)`` pairs, as moe-oracle's plans write them (SGLang's or vLLM's
+    spelling)."""
+    if engine is Engine.SGLANG:
+        pairs = []
+        if s.chunked_prefill_size is not None:
+            pairs.append(("--chunked-prefill-size", str(s.chunked_prefill_size)))
+        if s.cuda_graph_max_bs is not None:
+            pairs.append(("--cuda-graph-max-bs-decode", str(s.cuda_graph_max_bs)))
+        if s.fraction is not None:
+            pairs.append(("--mem-fraction-static", f"{s.fraction:g}"))
+        return tuple(pairs)
+    pairs = [] if s.max_num_batched_tokens is None else [("--max-num-batched-tokens", str(s.max_num_batched_tokens))]
+    if s.fraction is not None:
+        pairs.append(("--gpu-memory-utilization", f"{s.fraction:g}"))
+    return tuple(pairs)
 
 
 def settings_flags(engine: Engine, s: EngineMemorySettings) -> str:
     """The engine flags of ``s`` as moe-oracle's plans write them (SGLang's or vLLM's spelling)."""
-    if engine is Engine.SGLANG:
-        words = []
-        if s.chunked_prefill_size is not None:
-            words.append(f"--chunked-prefill-size {s.chunked_prefill_size}")
-        if s.cuda_graph_max_bs is not None:
-            words.append(f"--cuda-graph-max-bs-decode {s.cuda_graph_max_bs}")
-        if s.fraction is not None:
-            words.append(f"--mem-fraction-static {s.fraction:g}")
-        return " ".join(words)
-    words = [] if s.max_num_batched_tokens is None else [f"--max-num-batched-tokens {s.max_num_batched_tokens}"]
-    if s.fraction is not None:
-        words.append(f"--gpu-memory-utilization {s.fraction:g}")
-    return " ".join(words)
+    return " ".join(f"{name} {value}" for name, value in settings_pairs(engine, s))
 
 
 def settle_fit(

@@ -21,6 +21,7 @@ from moe_oracle.decide.advisories import Advisory, nearby, nearby_note
 from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
 from moe_oracle.decide.question import ConversionOptions, Question
+from moe_oracle.decide.refused_fixes import mark_refused
 from moe_oracle.errors import BadInputError, OverrideRefusedError, excerpt
 from moe_oracle.model.spans import layer_span
 from moe_oracle.model.types import ModelDescription, MoELayerGroup
@@ -328,8 +329,9 @@ def _judge(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, .
 def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, ...]) -> GroupDecision:
     """One group's automatic choice: rank the candidates as stored and converted, then weigh the winner
     against the best measured non-fused path; the notes say why."""
-    ranked = _rank(_judge(question, group, specs))
-    converted = _rank(conversion_candidates(question, group, specs))
+    ranked, converted = mark_refused(
+        _rank(_judge(question, group, specs)), _rank(conversion_candidates(question, group, specs))
+    )
     fallback = fallback_path(question.engine, group, question.deployment.device, question.deployment)
     deployment, engine = question.deployment, question.engine
     eligible = [c for c in ranked + converted if c.eligible]

@@ -26,9 +26,11 @@ from moe_oracle.decide.share_advice import share_advice
 from moe_oracle.errors import (
     BadInputError,
     DeploymentDoesNotFitError,
+    DeploymentError,
     EngineLayoutError,
     OracleError,
     OverrideRefusedError,
+    render_fixes,
 )
 from moe_oracle.fit.engines import engine_module
 from moe_oracle.fit.server import Command, EngineParts, Layout, PlanContext
@@ -38,7 +40,7 @@ from moe_oracle.inputs import (
     DeploymentFlags,
     deployment_warnings,
 )
-from moe_oracle.launch.fix_judge import judged_fix, judging
+from moe_oracle.launch.fix_judge import judged_fixes, judging
 from moe_oracle.launch.model import LaunchPlan, ReplicaPlan
 from moe_oracle.model.manual import MANUAL_MODEL_NAME
 from moe_oracle.model.spans import layer_span
@@ -234,24 +236,53 @@ def build_plan(req: PlanRequest) -> LaunchPlan:
     """The launch plan of ``req``: the decision ``select`` makes for the same question (one resolution, one
     :func:`decide`), the replica layout where EP crosses a domain, the engine's command and the memory fit.
 
-    A refusal for memory or for the engine's own layout check carries its fix judged (:func:`judge_refusal`)."""
+    A refusal that types its fixes (memory, the engine's own layout check, EP beyond the experts) carries them
+    judged (:func:`judge_refusal`)."""
     try:
         return _build_plan(req)
-    except (DeploymentDoesNotFitError, EngineLayoutError) as exc:
+    except (DeploymentDoesNotFitError, DeploymentError, EngineLayoutError) as exc:
         raise judge_refusal(req, exc) from None
 
 
-def judge_refusal(req: PlanRequest, exc: DeploymentDoesNotFitError | EngineLayoutError) -> OracleError:
-    """``exc`` (a refusal of ``req``) with every alternative its fix names re-planned (:mod:`.fix_judge`); ``select``
-    judges its refusal the same way, so both print one line."""
-    judged = None if judging() else judged_fix(req, exc, build_plan)
-    if judged is None:
+def judge_refusal(req: PlanRequest, exc: OracleError) -> OracleError:
+    """``exc`` (a refusal of ``req``) with every alternative its typed fixes name re-planned (:mod:`.fix_judge`);
+    ``select`` and :func:`moe_oracle.select` judge their refusals through this one function, so every front end
+    prints one line."""
+    judged = None if judging() else judged_fixes(req, exc, _selected if req.engine is Engine.NONE else build_plan)
+    if judged is None or render_fixes(judged) == exc.fix:
         return exc
-    out = type(exc)(exc.message, fix=judged)
+    out = type(exc)(exc.message, fixes=judged)
     selection = getattr(exc, "selection", None)
     if selection is not None:
         setattr(out, "selection", selection)  # noqa: B010 (select's refusal carries its selection)
     return out
+
+
+def judge_select(model: str | None, asked: AskedQuestion, exc: OracleError) -> OracleError:
+    """``select``'s refusal of ``asked`` (memory, the engine's layout check, EP beyond the experts) with its fixes
+    judged as ``plan`` judges them: the one function the CLI's ``select`` and :func:`moe_oracle.select` call (a
+    manual description names no checkpoint to re-plan: its refusal is left as it is)."""
+    return exc if model is None else judge_refusal(PlanRequest.of(model, asked), exc)
+
+
+def _selected(req: PlanRequest) -> Any:
+    """``select``'s answer to ``req``, read as the judge reads a plan (``--engine none`` has no launch plan): raises
+    as ``select`` does."""
+    from types import SimpleNamespace
+
+    from moe_oracle.answers.door import select_asked
+
+    selection = select_asked(req.asked(), req.model)
+    backend, variant, _ = global_choice(selection.decision)
+    layout: Any = Layout.of(selection.decision.deployment)
+    replicas = selection.to_dict().get("replicas")
+    if replicas:  # what plan and serve run: replicas of a domain-sized layout, its path
+        label, chosen = replicas["layout"], replicas["chosen"]
+        backend, variant = chosen.split(":", 1) if ":" in chosen else (None, None)
+        layout = SimpleNamespace(label=lambda: label)
+        replicas = SimpleNamespace(count=replicas["count"], adopted=True)
+    fit = None if replicas else selection.fit  # select measured the whole layout, not one replica
+    return SimpleNamespace(backend=backend, variant=variant, fit=fit, layout=layout, replicas=replicas)
 
 
 def _build_plan(req: PlanRequest) -> LaunchPlan:
@@ -336,6 +367,7 @@ def _build_plan(req: PlanRequest) -> LaunchPlan:
             f"[{reason.code.value}] {description.model} on {Layout.of(active_dep).label()} x {active_dep.device.name}: "
             f"{reason.message}",
             fix=reason.remediation,
+            fixes=fit.fixes,
         )
         raise refusal
     shorter = _shorter_context(fit)

@@ -1,24 +1,26 @@
-"""Every fix a plan's memory refusal prints is judged before it is printed (issue 32 item 1).
+"""Every fix a refusal prints is judged before it is printed (issue 32 item 1).
 
-A refusal's fix names alternatives (``more GPUs: --dp 32 --ep 32 --nodes 4 ...``; ``engine settings: ...``; ``a
-smaller format: ...``), joined by ``; or ``. Each alternative that carries flags is re-planned as an operator would
-run it (the refused request with those flags), and printed with what that plan really gives, or with the refusal
-it still meets; one that meets the same refusal again is dropped (it would send the operator in a circle). The
-engine release's own route (``--software <release>``, no plug-in, no kernel build) is tried too, on the requested
-layout and on the first alternative's, and named when it plans. Engine settings the plan chooses by itself
-(SGLang's ``--chunked-prefill-size``, ``--cuda-graph-max-bs-decode``) are left out of the flags shown: ``plan``
-chooses them again.
+A refusal carries its alternatives typed (:class:`moe_oracle.errors.Fix`: the flags each sets, the given flags it
+drops), made where the refusal is decided: the memory fit's engine settings, more GPUs and smaller formats
+(:mod:`moe_oracle.decide.layout`), the engine's own layout checks (:mod:`moe_oracle.releases.layout_checks`), EP
+beyond the routed experts (:func:`moe_oracle.decide.asked.check_ep_experts`). Each alternative that sets or drops
+flags is re-planned as an operator would run it (the refused request with those flags), and printed with what that
+plan really gives, or with the refusal it still meets; one that meets the same refusal again is dropped (it would
+send the operator in a circle). An alternative without flags (another checkpoint, a change by hand) is named as it
+is. The engine release's own route (``--software <release>``, no plug-in, no kernel build) is tried too, on the
+requested layout and on the first alternative's, and named when it plans. Engine settings the plan chooses by
+itself (SGLang's ``--chunked-prefill-size``, ``--cuda-graph-max-bs-decode``) are left out of the flags shown:
+``plan`` chooses them again.
 """
 
 from __future__ import annotations
 
 import contextvars
 import dataclasses
-import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from moe_oracle.errors import OracleError
+from moe_oracle.errors import ExitCode, Fix, FixKind, OracleError
 from moe_oracle.inputs import ENGINE_RELEASE_PROFILE, DeploymentFlags
 
 #: Inside a judged re-plan, refusals are raised as they are (no judging of the judge's own re-plans).
@@ -37,12 +39,10 @@ _LAYOUT = ("tp", "dp", "ep", "pp")
 _FRACTION_FLAGS = ("--memory-fraction", "--gpu-memory-utilization", "--mem-fraction-static")
 #: Engine settings ``plan`` chooses itself when the defaults do not fit (not moe-oracle flags).
 _CHOSEN_BY_PLAN = ("--chunked-prefill-size", "--cuda-graph-max-bs-decode")
-_FLAG = re.compile(r"(--[a-z][a-z0-9-]*)[ =]([^\s;,()]+)")
-#: ``engine settings: without --memory-fraction 0.5 and --max-num-batched-tokens 8192, ...``: settings the user gave
-#: that the alternative drops (see :func:`moe_oracle.decide.layout._without_given`).
-_WITHOUT = re.compile(r"^without (.*?), ")
 _DEFAULT_BUDGET: int = DeploymentFlags.max_num_batched_tokens  # the dataclass default (class attribute)
 _STOCK = {engine: profile.split("+", 1)[0] for engine, profile in ENGINE_RELEASE_PROFILE.items()}
+
+Pairs = tuple[tuple[str, str], ...]
 
 
 def judging() -> bool:
@@ -50,20 +50,23 @@ def judging() -> bool:
     return _JUDGING.get()
 
 
-def _apply(req: Any, flags: list[tuple[str, str]], dropped: Sequence[tuple[str, str]] = ()) -> tuple[Any, str] | None:
-    """``req`` with ``flags`` applied and the given settings ``dropped`` left out (the plan then chooses them), and
-    the flags as ``plan`` takes them; None when a flag is not one ``plan`` takes (the alternative is then left as it
-    is)."""
+def _setting(name: str) -> str:
+    return "--memory-fraction" if name in _FRACTION_FLAGS else name
+
+
+def _apply(
+    req: Any, flags: Sequence[tuple[str, str]], dropped: Sequence[tuple[str, str]] = (), model: str | None = None
+) -> tuple[Any, Pairs, Pairs] | None:
+    """``req`` with ``flags`` applied, the given settings ``dropped`` left out (the plan then chooses them) and
+    ``model`` served instead (a FORMAT fix), with the flags and the dropped settings as ``plan`` takes them; None
+    when a flag is not one ``plan`` takes (the alternative is then named as it is)."""
     deploy: dict[str, int] = {}
-    update: dict[str, Any] = {}
-    shown: list[str] = []
-
-    def setting(name: str) -> str:
-        return "--memory-fraction" if name in _FRACTION_FLAGS else name
-
-    set_again = {setting(name) for name, _ in flags}
+    update: dict[str, Any] = {} if model is None else {"model": model, "description": None, "checkpoint": None}
+    shown: list[tuple[str, str]] = []
+    shown_dropped: list[tuple[str, str]] = []
+    set_again = {_setting(name) for name, _ in flags}
     for name, value in dropped:
-        if setting(name) in set_again:
+        if _setting(name) in set_again:
             continue  # the alternative gives it another value
         if name in _FRACTION_FLAGS:
             update["memory_fraction"] = None
@@ -72,7 +75,7 @@ def _apply(req: Any, flags: list[tuple[str, str]], dropped: Sequence[tuple[str, 
             deploy["max_num_batched_tokens"] = _DEFAULT_BUDGET
         else:
             return None
-        shown.append(f"without {name} {value}")
+        shown_dropped.append((name, value))
     for name, value in flags:
         if name in _CHOSEN_BY_PLAN:
             continue
@@ -81,25 +84,24 @@ def _apply(req: Any, flags: list[tuple[str, str]], dropped: Sequence[tuple[str, 
                 deploy[_INT_FLAGS[name]] = int(value)
                 if name == "--max-num-batched-tokens":
                     update["budget_given"] = True
-                shown.append(f"{name} {value}")
             elif name in _FRACTION_FLAGS:
                 update["memory_fraction"] = float(value)
-                shown.append(f"--memory-fraction {value}")
             elif name == "--software":
                 update["software"] = value
-                shown.append(f"--software {value}")
             else:
                 return None
         except ValueError:
             return None
-    if not shown:
+        shown.append((_setting(name), value))
+    if not shown and not shown_dropped and model is None:
         return None
     if any(k in deploy for k in _LAYOUT):
         # a layout in a fix is whole: what it leaves out is 1 (``more GPUs: --dp 32 --ep 32 (tp 1)``)
         deploy = {**dict.fromkeys(_LAYOUT, 1), **deploy}
         update["layout_why"] = None
     flags_obj = dataclasses.replace(req.flags, **deploy)
-    return dataclasses.replace(req, flags=flags_obj, settings=None, settings_why=None, **update), " ".join(shown)
+    new = dataclasses.replace(req, flags=flags_obj, settings=None, settings_why=None, **update)
+    return new, tuple(shown), tuple(shown_dropped)
 
 
 def _outcome(plan: Any) -> str:
@@ -111,73 +113,86 @@ def _outcome(plan: Any) -> str:
     return f"plans {where or plan.layout.label()} with {path}{kv_text}"
 
 
-def _lead(label: str) -> str:
-    return "" if label == "use" else f"{label}: "
-
-
 def _short(exc: OracleError) -> str:
     text = exc.message
     return text if len(text) <= 160 else text[:157] + "..."
 
 
-def _alternatives(fix: str) -> list[tuple[str, str, str]]:
-    """``(text, label, rest)`` of each alternative of ``fix``: ``label: rest`` parts joined by ``; or ``, or the
-    layouts of a ``use A, or B, or C (...)`` fix (label ``use``)."""
-    if fix.startswith("use ") and ", or " in fix:
-        body = fix[4:].split(" (", 1)[0]
-        return [(f"use {a}", "use", a) for a in body.split(", or ") if a.strip()]
-    out = []
-    for alt in (a for a in fix.split("; or ") if a.strip()):
-        label, _, rest = alt.partition(": ")
-        out.append((alt, label, rest))
-    return out
-
-
-def judged_fix(req: Any, exc: OracleError, build: Callable[[Any], Any]) -> str | None:
-    """The fix of ``exc`` (a refusal of ``req``) with each alternative judged by ``build`` (``build_plan``), and the
-    engine release's own route added where it plans; None when nothing changes."""
-    fix = getattr(exc, "fix", None) or ""
+def judged_fixes(req: Any, exc: OracleError, build: Callable[[Any], Any]) -> tuple[Fix, ...] | None:
+    """The typed fixes of ``exc`` (a refusal of ``req``), each re-planned by ``build`` (``build_plan``) and named
+    with what it gives or still lacks, and the engine release's own route added where it plans; None when ``exc``
+    carries no typed fix."""
+    if not exc.fixes:
+        return None
     token = _JUDGING.set(True)
     try:
-        kept: list[str] = []
-        first_flags: list[tuple[str, str]] | None = None
+        kept: list[Fix] = []
+        first_flags: Pairs | None = None
         own_path = False
-        for alt, label, rest in _alternatives(fix):
-            without = _WITHOUT.match(rest)
-            dropped = _FLAG.findall(without.group(1)) if without else []
-            flags = _FLAG.findall(rest[without.end() :] if without else rest)
-            applied = _apply(req, flags, dropped) if flags or dropped else None
+        for fix in exc.fixes:
+            applied = _apply(req, fix.flags, fix.dropped, fix.model) if fix.flags or fix.dropped or fix.model else None
             if applied is None:
-                kept.append(alt)
+                kept.append(fix)
                 continue
+            new_req, flags, dropped = applied
             first_flags = first_flags if first_flags is not None else flags
-            new_req, shown = applied
             try:
                 plan = build(new_req)
             except OracleError as again:
                 if type(again) is type(exc) and _short(again) == _short(exc):
                     continue  # the same refusal again: no way out
-                kept.append(f"{_lead(label)}{shown} is refused too ({_short(again)})")
+                further = _completed(req, fix, again, build)
+                if further is not None:  # what it still lacks, taken from the refusal it meets (--nodes N)
+                    kept.append(further)
+                    continue
+                kept.append(Fix(fix.kind, f"is refused too ({_short(again)})", flags, dropped, fix.model, fix.lead))
                 continue
-            kept.append(f"{_lead(label)}{shown} {_outcome(plan)}")
-            own_path = own_path or plan.backend is None
+            kept.append(Fix(fix.kind, _outcome(plan), flags, dropped, fix.model, fix.lead))
+            own_path = own_path or (plan.backend is None and fix.model is None)
         stock = _STOCK.get(req.engine.value)
-        if stock and req.software is None and not own_path:  # already named when a plan above runs the engine's path
-            for flags in ([], first_flags or []):
-                applied = _apply(req, [*flags, ("--software", stock)])
-                if applied is None:
-                    continue
-                new_req, shown = applied
-                try:
-                    plan = build(new_req)
-                except OracleError:
-                    continue
-                line = f"the engine's own route, without moe-oracle's plug-in: {shown} {_outcome(plan)}"
-                kept.append(line)
-                break
+        # a memory refusal considers the engine release's own route (another footprint: no plug-in, no kernel build);
+        # already named when a plan above runs the engine's path
+        if stock and req.software is None and not own_path and exc.exit_code is ExitCode.DOES_NOT_FIT:
+            kept += _stock_route(req, stock, first_flags or (), build)
     finally:
         _JUDGING.reset(token)
-    judged = "; or ".join(kept)
-    if judged == fix:
-        return None
-    return judged or "no alternative moe-oracle knows plans this model on these GPUs (each was re-planned)"
+    return tuple(kept) or (
+        Fix(FixKind.MANUAL, "no alternative moe-oracle knows plans this model on these GPUs (each was re-planned)"),
+    )
+
+
+def _completed(req: Any, fix: Fix, again: OracleError, build: Callable[[Any], Any]) -> Fix | None:
+    """``fix`` completed with the flags of the first typed fix of the refusal it meets (``tp*dp*pp ... exceeds the
+    8 GPUs``: ``--nodes 64``), when that plans; None otherwise (one step only)."""
+    named = {_setting(name) for name, _ in fix.flags}
+    for more in again.fixes:
+        extra = [pair for pair in more.flags if _setting(pair[0]) not in named]
+        if not extra or more.dropped:
+            continue
+        applied = _apply(req, [*fix.flags, *extra], fix.dropped, fix.model)
+        if applied is None:
+            continue
+        new_req, flags, dropped = applied
+        try:
+            plan = build(new_req)
+        except OracleError:
+            continue
+        return Fix(fix.kind, _outcome(plan), flags, dropped, fix.model, fix.lead)
+    return None
+
+
+def _stock_route(req: Any, stock: str, first_flags: Pairs, build: Callable[[Any], Any]) -> list[Fix]:
+    """The engine release's own route (no plug-in), on the requested layout, else on the first alternative's."""
+    for flags in ((), first_flags):
+        applied = _apply(req, [*[f for f in flags if f[0] != "--software"], ("--software", stock)])
+        if applied is None:
+            continue
+        new_req, shown, _ = applied
+        try:
+            plan = build(new_req)
+        except OracleError:
+            continue
+        return [
+            Fix(FixKind.PROFILE, _outcome(plan), shown, lead="the engine's own route, without moe-oracle's plug-in")
+        ]
+    return []

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from moe_oracle.errors import Fix, FixKind
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.releases import sglang, vllm
 from moe_oracle.rules import Engine
@@ -72,6 +73,8 @@ class LayoutProblem:
     message: str
     source: str
     fix: str
+    #: the same alternatives typed, for a judge that re-plans each (:mod:`moe_oracle.launch.fix_judge`)
+    fixes: tuple[Fix, ...] = ()
 
 
 def _tp_ok(tp: int, model: ModelDescription) -> bool:
@@ -84,19 +87,20 @@ def _tp_ok(tp: int, model: ModelDescription) -> bool:
     return kv is None or (tp % kv == 0 if tp >= kv else kv % tp == 0)
 
 
-def _layouts_that_pass(model: ModelDescription, deployment: Deployment) -> str:
+def _layouts_that_pass(model: ModelDescription, deployment: Deployment) -> tuple[str, tuple[Fix, ...]]:
     """``--tp T --dp D`` layouts over the same ranks whose ``T`` passes the head checks (largest T first), then
-    attention data parallel alone."""
+    attention data parallel alone: the fix's text and the layouts typed."""
     par = deployment.parallel
     group = par.tp * par.dp
-    ep = " --ep {n}" if par.ep > 1 else ""
-    options = [
-        f"--tp {t} --dp {group // t}" + ep.format(n=group)
+    options: list[tuple[tuple[str, str], ...]] = [
+        (("--tp", str(t)), ("--dp", str(group // t)), *((("--ep", str(group)),) if par.ep > 1 else ()))
         for t in range(par.tp - 1, 1, -1)
         if group % t == 0 and _tp_ok(t, model)
     ][:2]
-    options.append(f"--tp 1 --dp {group} --ep {group}")
-    return "use " + ", or ".join(options) + " (moe-oracle plan proposes a layout when no --tp/--dp/--ep is given)"
+    options.append((("--tp", "1"), ("--dp", str(group)), ("--ep", str(group))))
+    fixes = tuple(Fix(FixKind.LAYOUT, flags=flags) for flags in options)
+    text = "use " + ", or ".join(f.flag_words() for f in fixes)
+    return text + " (moe-oracle plan proposes a layout when no --tp/--dp/--ep is given)", fixes
 
 
 def layout_problems(engine: Engine, model: ModelDescription, deployment: Deployment) -> list[LayoutProblem]:
@@ -117,7 +121,7 @@ def layout_problems(engine: Engine, model: ModelDescription, deployment: Deploym
                 _SOURCES.get((engine, "mla_heads" if att.mla else "heads"), _SOURCES[(engine, "heads")]).format(
                     heads=att.heads, tp=par.tp
                 ),
-                _layouts_that_pass(model, deployment),
+                *_layouts_that_pass(model, deployment),
             )
         )
     elif att is not None and att.kv_heads is not None and not _tp_ok(par.tp, model):
@@ -128,7 +132,7 @@ def layout_problems(engine: Engine, model: ModelDescription, deployment: Deploym
                 f"--tp {par.tp}: {name} has {kv} KV heads ({att.source}); {engine.value} needs --tp to divide them or "
                 f"be a multiple of them ({kv} % {par.tp} = {kv % par.tp}, {par.tp} % {kv} = {par.tp % kv})",
                 _SOURCES[(engine, "kv_heads")],
-                _layouts_that_pass(model, deployment),
+                *_layouts_that_pass(model, deployment),
             )
         )
     if engine is Engine.SGLANG and par.ep > 1:
@@ -146,6 +150,10 @@ def layout_problems(engine: Engine, model: ModelDescription, deployment: Deploym
                         f"{group.num_experts % par.ep}",
                         _SOURCES[(engine, "experts")],
                         fix + ".",
+                        tuple(
+                            Fix(FixKind.LAYOUT, flags=(("--tp", str(par.tp)), ("--dp", str(par.dp)), ("--ep", str(d))))
+                            for d in divisors[:1]
+                        ),
                     )
                 )
                 break

@@ -12,18 +12,20 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from moe_oracle.errors import Fix, FixKind
 from moe_oracle.spec.device import DeviceSpec
 
 Count = Annotated[int, Field(gt=0, le=1 << 16)]
 
 
 class LayoutError(ValueError):
-    """A parallel layout that cannot exist, with the flags that fix it (``fix``)."""
+    """A parallel layout that cannot exist, with the flags that fix it (``fix``; ``fixes``: the same typed)."""
 
-    def __init__(self, message: str, *, fix: str) -> None:
+    def __init__(self, message: str, *, fix: str, fixes: tuple[Fix, ...] = ()) -> None:
         super().__init__(message)
         self.message = message
         self.fix = fix
+        self.fixes = fixes
 
 
 class _Frozen(BaseModel):
@@ -69,10 +71,12 @@ class Parallelism(_Frozen):
     def _ep_fits(self) -> Parallelism:
         group = self.tp * self.dp
         if group % self.ep:
+            fix, fixes = _ep_fix(self.tp, self.dp, self.ep)
             raise LayoutError(
                 f"--ep {self.ep} must divide tp*dp = {self.tp}*{self.dp} = {group}: the expert-parallel group is "
                 "taken from the tp x dp ranks of one pipeline stage",
-                fix=_ep_fix(self.tp, self.dp, self.ep),
+                fix=fix,
+                fixes=fixes,
             )
         return self
 
@@ -92,14 +96,22 @@ class Parallelism(_Frozen):
         return self.max_num_batched_tokens
 
 
-def _ep_fix(tp: int, dp: int, ep: int) -> str:
-    """The layout change that makes ``ep`` divide ``tp * dp``, in flags."""
+def _ep_fix(tp: int, dp: int, ep: int) -> tuple[str, tuple[Fix, ...]]:
+    """The layout change that makes ``ep`` divide ``tp * dp``, in flags, and typed (each layout whole)."""
     group = tp * dp
+
+    def layout(d: int, e: int, words: str = "") -> Fix:
+        return Fix(
+            FixKind.LAYOUT, words, flags=(*((("--tp", str(tp)),) if tp > 1 else ()), ("--dp", str(d)), ("--ep", str(e)))
+        )
+
     if ep > group and ep % tp == 0:
-        return f"for EP over {ep} ranks use --dp {ep // tp} (tp*dp = {ep}), or --ep {group}"
+        fixes = (layout(ep // tp, ep), layout(dp, group))
+        return f"for EP over {ep} ranks use --dp {ep // tp} (tp*dp = {ep}), or --ep {group}", fixes
     divisors = [str(d) for d in range(1, group + 1) if group % d == 0]
     shown = ", ".join(divisors[:12]) + (", ..." if len(divisors) > 12 else "")
-    return f"use --ep {group} (pure EP) or another divisor of {group} ({shown})"
+    fixes = (layout(dp, group, "(pure EP)"), Fix(FixKind.MANUAL, f"--ep another divisor of {group} ({shown})"))
+    return f"use --ep {group} (pure EP) or another divisor of {group} ({shown})", fixes
 
 
 #: ``--speculative``: ``none`` (the engines' default: no draft layers are built) or ``mtp`` (the model's own
@@ -126,10 +138,15 @@ class Deployment(_Frozen):
         need = self.parallel.tp * self.parallel.dp * self.parallel.pp
         world = self.topology.world_size
         if need > world:
+            nodes = -(-need // self.topology.gpus_per_node)
             raise LayoutError(
                 f"tp*dp*pp = {self.parallel.tp}*{self.parallel.dp}*{self.parallel.pp} = {need} ranks "
                 f"exceeds the {world} GPUs of {self.topology.nodes} node(s) x {self.topology.gpus_per_node}",
-                fix=f"lower the parallel sizes or use --nodes {-(-need // self.topology.gpus_per_node)}",
+                fix=f"lower the parallel sizes or use --nodes {nodes}",
+                fixes=(
+                    Fix(FixKind.MANUAL, "lower the parallel sizes"),
+                    Fix(FixKind.FLAG, flags=(("--nodes", str(nodes)),)),
+                ),
             )
         return self
 

@@ -1,23 +1,27 @@
-"""Every fix a refused plan prints leads somewhere (issue 32 item 1, issue 29 item 4): running the refused command
-with the flags of any alternative its fix names either plans, or meets a different refusal, never the same one.
+"""Every fix a refused plan prints leads somewhere (issue 32 item 1, issue 29 item 4): the refusal's typed fixes
+(:class:`moe_oracle.errors.Fix`, judged by :mod:`moe_oracle.launch.fix_judge`) are re-run with the flags each sets
+and drops: an alternative named as planning plans, and every other one meets a different refusal, never the same.
 
-The full product (every preset and fixture x h100, h200, b200, gb200, mi355x x three layouts x both engines, about
-1,200 plans, each refusal re-planning its alternatives) takes far longer than CI's budget on two cores, so the test
-walks a deterministic sample of it: the cases whose SHA-256 of ``model|device|layout|engine`` falls in the first
-``1/STRIDE`` of the hash space, plus the issue's own cases, which are always included. Change STRIDE to widen it.
+The product is every preset and fixture x h100, h200, b200, gb200, mi355x x three layouts x both engines (1,140
+plans, each refusal re-planning its alternatives: about 35 s on two cores), walked whole. Should it outgrow CI's
+budget, ``MOE_ORACLE_FIX_WALK_STRIDE=N`` walks a deterministic part: the cases whose SHA-256 of
+``model|device|layout|engine`` falls in the first ``1/N`` of the hash space, plus the issue's own cases.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
+import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import moe_oracle
 from moe_oracle.cli.app import main
+from moe_oracle.errors import Fix, OracleError
 
-STRIDE = 60
+STRIDE = int(os.environ.get("MOE_ORACLE_FIX_WALK_STRIDE", "1"))
 ROOT = Path(__file__).resolve().parents[2]
 PRESETS = sorted(p.name.replace("--", "/", 1) for p in (ROOT / "moe_oracle" / "presets").iterdir() if p.is_dir())
 FIXTURES = sorted(
@@ -26,13 +30,27 @@ FIXTURES = sorted(
     if p.is_dir() and (p / "config.json").is_file()
 )
 DEVICES = ("h100", "h200", "b200", "gb200", "mi355x")
-LAYOUTS: dict[str, tuple[str, ...]] = {"default": (), "dp8ep8": ("--dp", "8", "--ep", "8"), "tp8": ("--tp", "8")}
+LAYOUTS: dict[str, dict[str, int]] = {"default": {}, "dp8ep8": {"dp": 8, "ep": 8}, "tp8": {"tp": 8}}
 ENGINES = ("vllm", "sglang")
 ALWAYS = {
     ("deepseek-ai/DeepSeek-V4-Pro", "h100", "default", "vllm"),
     ("deepseek-ai/DeepSeek-V4-Pro", "h100", "default", "sglang"),
     ("tests/fixtures/models/trimmed--GLM-4.7-Flash", "h200", "tp8", "vllm"),
 }
+#: A fix's flag -> the keyword of :func:`moe_oracle.plan` that takes it (the engine spellings of the share too).
+KEYWORDS = {
+    "--tp": "tp",
+    "--dp": "dp",
+    "--ep": "ep",
+    "--pp": "pp",
+    "--nodes": "nodes",
+    "--max-num-batched-tokens": "max_num_batched_tokens",
+    "--memory-fraction": "memory_fraction",
+    "--gpu-memory-utilization": "memory_fraction",
+    "--mem-fraction-static": "memory_fraction",
+    "--software": "software",
+}
+LAYOUT_KEYWORDS = ("tp", "dp", "ep", "pp")
 
 
 def _sampled() -> list[tuple[str, str, str, str]]:
@@ -48,61 +66,61 @@ def _sampled() -> list[tuple[str, str, str, str]]:
     return out
 
 
-def _run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str]:
-    code = main(args)
-    captured = capsys.readouterr()
-    return code, captured.err.strip()
-
-
-_FLAG = re.compile(r"(--[a-z][a-z0-9-]*) ([^\s;,()]+)")
-_LAYOUT_FLAGS = ("--tp", "--dp", "--ep", "--pp")
-_PLAN_FLAGS = ("--tp", "--dp", "--ep", "--pp", "--nodes", "--max-num-batched-tokens", "--memory-fraction", "--software")
-
-
-def _alternatives(fix: str) -> list[list[tuple[str, str]]]:
-    """The flags of each alternative of a printed fix that ``plan`` takes (others are prose)."""
-    out = []
-    for alt in re.split(r"; or |, or ", fix):
-        flags = [(n, v) for n, v in _FLAG.findall(alt.split(" plans ")[0].split(" is refused")[0]) if n in _PLAN_FLAGS]
-        if flags:
-            out.append(flags)
+def _with(base: dict[str, Any], fix: Fix) -> dict[str, Any] | None:
+    """``base`` with the fix's flags set (a layout replaces the whole layout) and its dropped flags left out; None
+    for a fix that sets a flag the plan does not take as a keyword (an engine setting the plan chooses itself)."""
+    out = dict(base)
+    for name, _ in fix.dropped:
+        out.pop(KEYWORDS[name], None)
+    keys = [(KEYWORDS.get(name), value) for name, value in fix.flags]
+    if any(key in LAYOUT_KEYWORDS for key, _ in keys):
+        for key in LAYOUT_KEYWORDS:
+            out.pop(key, None)
+    for key, value in keys:
+        if key is None:
+            continue
+        out[key] = value if key == "software" else float(value) if key == "memory_fraction" else int(value)
     return out
 
 
-def _with(base: list[str], flags: list[tuple[str, str]]) -> list[str]:
-    """``base`` with ``flags`` replacing the same flags (a layout replaces the whole layout)."""
-    names = {n for n, _ in flags}
-    drop = set(names) | (set(_LAYOUT_FLAGS) if names & set(_LAYOUT_FLAGS) else set())
-    out: list[str] = []
-    skip = False
-    for word in base:
-        if skip:
-            skip = False
-            continue
-        if word in drop:
-            skip = True
-            continue
-        out.append(word)
-    return out + [w for pair in flags for w in pair]
+def _plan(model: str, kw: dict[str, Any]) -> OracleError | None:
+    try:
+        moe_oracle.plan(model, **kw)
+    except OracleError as exc:
+        return exc
+    return None
 
 
 @pytest.mark.parametrize("case", _sampled(), ids=lambda c: "-".join(c).replace("/", "_"))
-def test_every_printed_fix_plans_or_meets_another_refusal(case, capsys) -> None:
+def test_every_printed_fix_plans_or_meets_another_refusal(case: tuple[str, str, str, str]) -> None:
     model, device, layout, engine = case
-    base = ["plan", model, "--device", device, "--engine", engine, *LAYOUTS[layout]]
-    code, err = _run(capsys, base)
-    if code == 0:
+    base: dict[str, Any] = {"device": device, "engine": engine, **LAYOUTS[layout]}
+    refused = _plan(model, base)
+    if refused is None:
         return
-    assert "Fix: " in err, err
-    message, fix = err.split("Fix: ", 1)
-    for flags in _alternatives(fix):
-        again, err2 = _run(capsys, _with(base, flags))
-        if again == 0:
-            continue
-        assert err2.split("Fix: ", 1)[0] != message, f"{' '.join(_with(base, flags))} refuses the same way: {err2}"
+    assert refused.fix, refused.one_line()
+    for fix in refused.fixes:
+        assert fix.render() in refused.fix  # each typed fix is what the line prints
+        if not fix.flags and not fix.dropped and fix.model is None:
+            continue  # a change by hand: named as it is
+        kw = _with(base, fix)
+        assert kw is not None
+        served = fix.model or model  # a FORMAT fix serves another checkpoint
+        again = _plan(served, kw)
+        shown = f"plan {served} {kw}: {fix.render()}"
+        if fix.words.startswith("plans "):
+            assert again is None, f"{shown} is refused: {again.one_line() if again else ''}"
+        else:
+            assert again is not None, f"{shown} plans, but the fix says it does not"
+            assert again.message != refused.message, f"{shown} refuses the same way: {again.one_line()}"
 
 
-def test_the_issue_case_is_offered_a_route_that_plans(capsys) -> None:
+def _run(capsys: pytest.CaptureFixture[str], args: list[str]) -> tuple[int, str]:
+    code = main(args)
+    return code, capsys.readouterr().err.strip()
+
+
+def test_the_issue_case_is_offered_a_route_that_plans(capsys: pytest.CaptureFixture[str]) -> None:
     """#32 Why 1: DeepSeek-V4-Pro on H100 with vLLM: the printed fix is DP32+EP32 on 4 nodes, and running it plans
     (the replicas with the fused kernel do not fit, so the requested layout runs vLLM's own MoE, 18.6 GiB KV)."""
     code, err = _run(capsys, ["plan", "deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--engine", "vllm"])
@@ -112,3 +130,34 @@ def test_the_issue_case_is_offered_a_route_that_plans(capsys) -> None:
     assert code == 0, err
     code, err = _run(capsys, ["plan", "deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--engine", "sglang"])
     assert code == 7 and "-0.471 x" not in err and "would be -0.471" in err
+
+
+def test_select_judges_its_refusals_as_plan_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """select's layout refusal (the engine's head check, EP beyond the experts) and memory refusal carry the fixes
+    plan prints, judged the same way, through the CLI and :func:`moe_oracle.select` alike."""
+    cases = [
+        ["tests/fixtures/models/trimmed--GLM-4.7-Flash", "--device", "h200", "--tp", "8", "--engine", "vllm"],
+        [
+            "deepseek-ai/DeepSeek-V4-Flash",
+            "--device",
+            "h200",
+            "--dp",
+            "512",
+            "--ep",
+            "512",
+            "--nodes",
+            "64",
+            "--engine",
+            "vllm",
+        ],
+        ["deepseek-ai/DeepSeek-V4-Pro", "--device", "h100", "--engine", "vllm"],
+    ]
+    for args in cases:
+        code_p, err_p = _run(capsys, ["plan", *args])
+        code_s, err_s = _run(capsys, ["select", *args])
+        assert code_p == code_s != 0
+        assert err_s.splitlines()[-1] == err_p.splitlines()[-1]
+        assert " plans " in err_s.split("Fix: ", 1)[1]
+    with pytest.raises(OracleError) as api:
+        moe_oracle.select("deepseek-ai/DeepSeek-V4-Pro", device="h100", engine="vllm")
+    assert api.value.fixes and api.value.fixes[0].words.startswith("plans DP32+EP32")

@@ -222,7 +222,8 @@ def test_hostile_tie_word_embeddings_is_refused_with_the_key(tmp_path):
 def test_ep_larger_than_the_routed_experts_is_refused_with_a_layout_that_works():
     code, _, err = run("select", FLASH, "--device", "h200", "--nodes", "64", "--dp", "512", "--ep", "512")
     assert code == 2 and "--ep 512 is more than the 256 routed experts" in one_line(err)
-    fix = err.split("e.g. ")[1].split(" (")[0].split()
+    fix = one_line(err).split("Fix: ")[1].split(" plans ")[0].split()  # judged: the layout, then what it plans
+    assert fix == ["--dp", "256", "--ep", "256", "--nodes", "32"], err
     assert run("select", FLASH, "--device", "h200", *fix)[0] == 0, fix
 
 
