@@ -32,6 +32,8 @@ from moe_oracle.rules import LayerScenario, VariantSpec
 from moe_oracle.runtime.errors import BackendUnavailableError, LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
 from moe_oracle.runtime.layouts import LOAD_CHUNK_EXPERTS, KernelLayout, KernelWeights
+from moe_oracle.runtime.routing import route
+from moe_oracle.runtime.routing_path import RoutingPath, fused_routing_path
 from moe_oracle.runtime.shared_buffers import SharedBuffers
 from moe_oracle.runtime.staging import StagingSpec
 from moe_oracle.runtime.vendor import (
@@ -270,6 +272,18 @@ class DeepGemmMegaMoE(MegaMoELayer):
                 fix=f"install {provided_by}.",
             )
 
+    def _tokens(self, hidden_states: torch.Tensor) -> int:
+        t = int(hidden_states.shape[0])
+        if t > self.config.max_tokens_per_rank:
+            raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
+        return t
+
+    def _run_kernel(self, t: int, num_tokens_for_block_m: int | None, pdl: bool) -> torch.Tensor:
+        call = self.kernel_call(t, num_tokens_for_block_m)
+        with _pdl_off(self.dg) if pdl and not self.KERNEL_WAITS_FOR_GRID_DEPENDENCY else contextlib.nullcontext():
+            resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
+        return call.args[0]
+
     def forward(
         self,
         hidden_states: torch.Tensor,
@@ -277,15 +291,45 @@ class DeepGemmMegaMoE(MegaMoELayer):
         topk_weights: torch.Tensor,
         num_tokens_for_block_m: int | None = None,
     ) -> torch.Tensor:
-        t = int(hidden_states.shape[0])
-        if t > self.config.max_tokens_per_rank:
-            raise LayerInputError(f"{t} tokens exceed max_tokens_per_rank={self.config.max_tokens_per_rank}")
+        t = self._tokens(hidden_states)
         pdl = self.pdl_enabled()
         waits = self.KERNEL_WAITS_FOR_GRID_DEPENDENCY
         # PDL only in front of a kernel that waits: else staging launches plainly and DeepGEMM's PDL switch is off
         # for this kernel's launch (restored after), so its dispatch loads cannot race the staging stores
         self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=pdl and waits)
-        call = self.kernel_call(t, num_tokens_for_block_m)
-        with _pdl_off(self.dg) if pdl and not waits else contextlib.nullcontext():
-            resolve_attr(self.dg, call.function)(*call.args, **call.kwargs)
-        return call.args[0]
+        return self._run_kernel(t, num_tokens_for_block_m, pdl)
+
+    def routing_path(
+        self, hidden_states: torch.Tensor, router_logits: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> RoutingPath:
+        return fused_routing_path(self.config.group, self.STAGING, hidden_states, router_logits, bias)
+
+    def forward_logits(
+        self,
+        hidden_states: torch.Tensor,
+        router_logits: torch.Tensor,
+        *,
+        bias: torch.Tensor | None = None,
+        token_ids: torch.Tensor | None = None,
+        hash_table: torch.Tensor | None = None,
+        num_tokens_for_block_m: int | None = None,
+    ) -> torch.Tensor:
+        """Route and stage in one launch (:mod:`moe_oracle.kernels.router_triton`) where :meth:`routing_path` is
+        ``FUSED``, then the kernel; else ``route()`` + :meth:`forward`. Both give the same bytes."""
+        g = self.config.group
+        if self.routing_path(hidden_states, router_logits, bias) is not RoutingPath.FUSED:
+            ids, w = route(g, router_logits, bias=bias, token_ids=token_ids, hash_table=hash_table)
+            return self.forward(hidden_states, ids, w, num_tokens_for_block_m)
+        if g.routing.correction_bias and bias is None:
+            route(g, router_logits)  # raises route()'s error: the group needs its e_score_correction_bias
+        from moe_oracle.kernels.router_triton import route_and_stage
+
+        t = self._tokens(hidden_states)
+        pdl = self.pdl_enabled()
+        buf = self.buffer
+        route_and_stage(g.routing, g.top_k, router_logits, hidden_states, buf.x[:t], buf.x_sf[:t], buf.topk_idx,
+                        buf.topk_weights, bias=None if bias is None else bias.contiguous(),
+                        recipe=str(self.STAGING.triton_recipe),
+                        pad_to=int(buf.topk_idx.shape[0]) if self.STAGING.pad_rows else t,
+                        pdl=pdl and self.KERNEL_WAITS_FOR_GRID_DEPENDENCY)  # fmt: skip
+        return self._run_kernel(t, num_tokens_for_block_m, pdl)

@@ -35,6 +35,90 @@ from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
 from moe_oracle.kernels.fp8_triton import quantize_groups
 
+#: recipe -> (channels per scale group, UE8M0 scales)
+RECIPES = {"fp8_g128": (128, False), "mxfp8": (32, True)}
+
+
+def tile(
+    t: int, h: int, recipe: str, block_m: int | None = None, groups_per_prog: int | None = None
+) -> tuple[int, int]:
+    """``(rows, scale groups)`` per program for ``T`` tokens of ``H`` channels (``ValueError`` for a recipe or
+    hidden size the kernel does not tile)."""
+    if recipe not in RECIPES:
+        raise ValueError(f"unknown staging recipe {recipe!r}")
+    group, ue8m0 = RECIPES[recipe]
+    # tile: 1024 columns and 8 rows per program from T = 1024 (tuned on the H200 at T = 4096 and 16384,
+    # H = 4096 and 7168: within 3% of the best of 72 shapes, 5-9% faster than 512 x 4); small T keeps
+    # small tiles so more programs run
+    wide = t >= 1024 and h % 1024 == 0
+    gpp = groups_per_prog or (1024 if wide else 512) // group
+    if h % (group * 4) or (ue8m0 and gpp % 4):
+        raise ValueError(f"hidden size {h} must be a multiple of {group * 4} (and MXFP8 packs groups by 4)")
+    return block_m or (1 if t < 64 else 8 if t >= 1024 else 4), gpp
+
+
+@triton.jit
+def pad_rows_tile(ids_out_ptr, w_out_ptr, first_row, pad_to, stride_ids_out, stride_w_out,
+                  TOPK: tl.constexpr, TOPK_P2: tl.constexpr, PAD_BLOCK: tl.constexpr):  # fmt: skip
+    """Rows ``[first_row, first_row + PAD_BLOCK)`` below ``pad_to`` of the top-k buffers: id -1, weight 0."""
+    prow = first_row + tl.arange(0, PAD_BLOCK)
+    kk = tl.arange(0, TOPK_P2)
+    pmask = (prow < pad_to)[:, None] & (kk[None, :] < TOPK)
+    tl.store(
+        ids_out_ptr + prow[:, None] * stride_ids_out + kk[None, :],
+        tl.full((PAD_BLOCK, TOPK_P2), -1, tl.int64),
+        mask=pmask,
+    )
+    tl.store(
+        w_out_ptr + prow[:, None] * stride_w_out + kk[None, :],
+        tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32),
+        mask=pmask,
+    )
+
+
+@triton.jit
+def stage_tile(
+    x_ptr,
+    out_ptr,
+    sf_ptr,
+    rows,
+    row_ok,
+    pid_k,
+    hidden,
+    stride_x,
+    stride_out,
+    stride_sf,
+    stride_sf_col,
+    GROUP: tl.constexpr,
+    GROUPS_PER_PROG: tl.constexpr,
+    BLOCK_M: tl.constexpr,
+    UE8M0: tl.constexpr,
+):
+    """Quantize one tile of activations: ``rows`` x column chunk ``pid_k`` (``GROUPS_PER_PROG`` groups of
+    ``GROUP`` channels) of ``x`` into ``out`` (E4M3) and its scales into ``sf`` (the module docstring's
+    recipes). Shared by this module's staging kernel and the router's (:mod:`moe_oracle.kernels.router_triton`),
+    so both write the same bytes."""
+    cols = pid_k * GROUPS_PER_PROG * GROUP + tl.arange(0, GROUPS_PER_PROG * GROUP)
+    col_ok = cols < hidden
+    mask = row_ok[:, None] & col_ok[None, :]
+    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
+    q, scale, exp = quantize_groups(tl.reshape(x, (BLOCK_M, GROUPS_PER_PROG, GROUP)), UE8M0)
+    q = tl.reshape(q, (BLOCK_M, GROUPS_PER_PROG * GROUP))
+    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], q, mask=mask)
+    g0 = pid_k * GROUPS_PER_PROG
+    if UE8M0:
+        packs: tl.constexpr = GROUPS_PER_PROG // 4
+        e4 = tl.reshape(exp, (BLOCK_M, packs, 4))
+        shifts = tl.arange(0, 4) * 8
+        word = tl.sum(e4 << shifts[None, None, :], axis=2)
+        pcols = g0 // 4 + tl.arange(0, packs)
+        pmask = row_ok[:, None] & (pcols[None, :] * 4 * GROUP < hidden)
+        tl.store(sf_ptr + rows[:, None] * stride_sf + pcols[None, :] * stride_sf_col, word, mask=pmask)
+    else:
+        gcols = g0 + tl.arange(0, GROUPS_PER_PROG)
+        gmask = row_ok[:, None] & (gcols[None, :] * GROUP < hidden)
+        tl.store(sf_ptr + rows[:, None] * stride_sf + gcols[None, :] * stride_sf_col, scale, mask=gmask)
+
 
 @triton.jit
 def _stage_kernel(
@@ -76,44 +160,15 @@ def _stage_kernel(
     if pid_m >= token_progs:
         # rows [num_tokens, pad_to) of the buffer: no token, id -1, weight 0 (the kernel reads them)
         if pid_k == 0:
-            prow = num_tokens + (pid_m - token_progs) * PAD_BLOCK + tl.arange(0, PAD_BLOCK)
-            kk = tl.arange(0, TOPK_P2)
-            pmask = (prow < pad_to)[:, None] & (kk[None, :] < TOPK)
-            tl.store(
-                ids_out_ptr + prow[:, None] * stride_ids_out + kk[None, :],
-                tl.full((PAD_BLOCK, TOPK_P2), -1, tl.int64),
-                mask=pmask,
-            )
-            tl.store(
-                w_out_ptr + prow[:, None] * stride_w_out + kk[None, :],
-                tl.zeros((PAD_BLOCK, TOPK_P2), tl.float32),
-                mask=pmask,
-            )
+            first = num_tokens + (pid_m - token_progs) * PAD_BLOCK
+            pad_rows_tile(ids_out_ptr, w_out_ptr, first, pad_to, stride_ids_out, stride_w_out, TOPK, TOPK_P2, PAD_BLOCK)
         if TRIGGER:
             gdc_launch_dependents()
         return
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     row_ok = rows < num_tokens
-    cols = pid_k * GROUPS_PER_PROG * GROUP + tl.arange(0, GROUPS_PER_PROG * GROUP)
-    col_ok = cols < hidden
-    mask = row_ok[:, None] & col_ok[None, :]
-    x = tl.load(x_ptr + rows[:, None] * stride_x + cols[None, :], mask=mask, other=0.0).to(tl.float32)
-    q, scale, exp = quantize_groups(tl.reshape(x, (BLOCK_M, GROUPS_PER_PROG, GROUP)), UE8M0)
-    q = tl.reshape(q, (BLOCK_M, GROUPS_PER_PROG * GROUP))
-    tl.store(out_ptr + rows[:, None] * stride_out + cols[None, :], q, mask=mask)
-    g0 = pid_k * GROUPS_PER_PROG
-    if UE8M0:
-        packs: tl.constexpr = GROUPS_PER_PROG // 4
-        e4 = tl.reshape(exp, (BLOCK_M, packs, 4))
-        shifts = tl.arange(0, 4) * 8
-        word = tl.sum(e4 << shifts[None, None, :], axis=2)
-        pcols = g0 // 4 + tl.arange(0, packs)
-        pmask = row_ok[:, None] & (pcols[None, :] * 4 * GROUP < hidden)
-        tl.store(sf_ptr + rows[:, None] * stride_sf + pcols[None, :] * stride_sf_col, word, mask=pmask)
-    else:
-        gcols = g0 + tl.arange(0, GROUPS_PER_PROG)
-        gmask = row_ok[:, None] & (gcols[None, :] * GROUP < hidden)
-        tl.store(sf_ptr + rows[:, None] * stride_sf + gcols[None, :] * stride_sf_col, scale, mask=gmask)
+    stage_tile(x_ptr, out_ptr, sf_ptr, rows, row_ok, pid_k, hidden, stride_x, stride_out, stride_sf, stride_sf_col,
+               GROUP, GROUPS_PER_PROG, BLOCK_M, UE8M0)  # fmt: skip
     if pid_k == 0:
         kk = tl.arange(0, TOPK_P2)
         kmask = row_ok[:, None] & (kk[None, :] < TOPK)
@@ -171,20 +226,11 @@ def stage(
     ):
         if tensor.dim() != 2 or (tensor.shape[0] > 1 and tensor.stride(1) != 1):
             raise ValueError(f"{name} must be 2-D with unit column stride (rows may be strided)")
-    if recipe not in ("fp8_g128", "mxfp8"):
-        raise ValueError(f"unknown staging recipe {recipe!r}")
-    group, ue8m0 = (128, False) if recipe == "fp8_g128" else (32, True)
-    # tile: 1024 columns and 8 rows per program from T = 1024 (tuned on the H200 at T = 4096 and 16384,
-    # H = 4096 and 7168: within 3% of the best of 72 shapes, 5-9% faster than 512 x 4); small T keeps
-    # small tiles so more programs run
-    wide = t >= 1024 and h % 1024 == 0
-    gpp = groups_per_prog or (1024 if wide else 512) // group
-    if h % (group * 4) or (ue8m0 and gpp % 4):
-        raise ValueError(f"hidden size {h} must be a multiple of {group * 4} (and MXFP8 packs groups by 4)")
+    bm, gpp = tile(t, h, recipe, block_m, groups_per_prog)
+    group, ue8m0 = RECIPES[recipe]
     pad = max(t, pad_to or t)
     if pad == 0:
         return
-    bm = block_m or (1 if t < 64 else 8 if t >= 1024 else 4)
     pad_block = 256
     grid = (triton.cdiv(t, bm) + triton.cdiv(pad - t, pad_block), triton.cdiv(h, group * gpp))
     _stage_kernel[grid](

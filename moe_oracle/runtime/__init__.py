@@ -20,6 +20,7 @@ _LAZY = {
     "MegaMoELayer": "moe_oracle.runtime.interface",
     "EmulatedMegaMoE": "moe_oracle.runtime.emulation",
     "route": "moe_oracle.runtime.routing",
+    "RoutingPath": "moe_oracle.runtime.routing_path",
     "reference_moe": "moe_oracle.runtime.reference",
     "reference_moe_block": "moe_oracle.runtime.reference",
     "shared_expert_reference": "moe_oracle.runtime.reference",

@@ -8,8 +8,9 @@ layout once (``load``), and runs ``forward``:
 
 Routing is the caller's (see :mod:`moe_oracle.runtime.routing`): ``topk_ids`` are global expert
 ids (``-1`` skips a slot), ``topk_weights`` are final (renormalized and multiplied by the routed
-scaling factor). Under expert parallelism each rank passes its own tokens and gets its own
-tokens' combined output; the layer holds only its rank's experts.
+scaling factor); ``forward_logits(hidden_states, router_logits, bias=...)`` routes first (fused with
+the staging into one launch on the SM90 DeepGEMM variants). Under expert parallelism each rank passes
+its own tokens and gets its own tokens' combined output; the layer holds only its rank's experts.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from moe_oracle.model.types import MoELayerGroup, QuantSpec
 if TYPE_CHECKING:
     import torch
     from torch.distributed import ProcessGroup
+
+    from moe_oracle.runtime.routing_path import RoutingPath
 
 
 @dataclass
@@ -139,3 +142,29 @@ class MegaMoELayer(ABC):
 
     def __call__(self, hidden_states: torch.Tensor, topk_ids: torch.Tensor, topk_weights: torch.Tensor) -> torch.Tensor:
         return self.forward(hidden_states, topk_ids, topk_weights)
+
+    def routing_path(
+        self, hidden_states: torch.Tensor, router_logits: torch.Tensor, bias: torch.Tensor | None = None
+    ) -> RoutingPath:
+        """The path :meth:`forward_logits` takes for these inputs (:mod:`moe_oracle.runtime.routing_path`)."""
+        from moe_oracle.runtime.routing_path import RoutingPath
+
+        return RoutingPath.FALLBACK_HASH if self.config.group.routing.hash else RoutingPath.FALLBACK_BACKEND
+
+    def forward_logits(
+        self,
+        hidden_states: torch.Tensor,
+        router_logits: torch.Tensor,
+        *,
+        bias: torch.Tensor | None = None,
+        token_ids: torch.Tensor | None = None,
+        hash_table: torch.Tensor | None = None,
+    ) -> torch.Tensor:
+        """Route ``router_logits [T, E]`` (:func:`moe_oracle.runtime.routing.route`, with the gate's ``bias``, or
+        ``token_ids`` and ``hash_table`` on hash layers) and run :meth:`forward`. Layers with a fused router
+        (the SM90 DeepGEMM variants) route and stage in one launch where :meth:`routing_path` says ``FUSED``,
+        with the same result bit for bit."""
+        from moe_oracle.runtime.routing import route
+
+        ids, w = route(self.config.group, router_logits, bias=bias, token_ids=token_ids, hash_table=hash_table)
+        return self.forward(hidden_states, ids, w)

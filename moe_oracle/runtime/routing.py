@@ -1,4 +1,4 @@
-"""Reference routing in fp32 (torch): router logits -> ``(topk_ids int64, topk_weights fp32)``.
+"""Reference routing (torch): router logits -> ``(topk_ids int64, topk_weights fp32)``.
 
 The fused kernels take routing from the caller; this is the caller's reference. Methods, selected
 from the layer group's :class:`~moe_oracle.model.types.Routing`:
@@ -19,6 +19,21 @@ from the layer group's :class:`~moe_oracle.model.types.Routing`:
 
 Ties between equal selection scores are broken towards the lower expert index (``torch.topk`` on
 CPU and CUDA agree for distinct values; exact ties are resolved by a stable sort here).
+
+Numerics (issue 31): the scores are computed in **fp64** from the fp32 logits and rounded **once** to
+fp32; everything after that is fp32 and exactly specified: ``sel = s + bias`` (one IEEE add), the
+top-2 group score ``a + b`` of two fp32 values, the stable top-k, the renormalisation denominator as
+the sum of the chosen scores in selection order accumulated in fp64 and rounded once to fp32, one
+IEEE division and one multiplication by rsf. Why: an fp32 ``exp``/``log1p``/``softmax`` differs by an
+ulp or two between implementations (torch's CPU and CUDA kernels, libdevice, numpy, a reduction
+order), so an fp32 reference is reproducible only by re-implementing one library's kernels. A score
+computed in fp64 is within a few fp64 ulps of the exact value, so every implementation that computes
+in fp64 and rounds once gets the same fp32 score except when the exact value lies within a few fp64
+ulps of an fp32 rounding midpoint (probability about 2^-28 per score). That makes the reference the
+same on CPU and GPU, and lets :mod:`moe_oracle.kernels.router_triton` (the router top-k fused with
+the SM90 staging) match it bit for bit, under Triton's interpreter on the CPU too. The fp32 scores
+are also closer to exact than fp32 arithmetic gave (at most half an ulp off instead of one or two);
+the choice of experts changes only where two selection scores lay within an ulp of each other.
 """
 
 from __future__ import annotations
@@ -38,10 +53,14 @@ def _topk_stable(scores: torch.Tensor, k: int) -> torch.Tensor:
 def _finish(
     scores: torch.Tensor, ids: torch.Tensor, renormalize: bool, rsf: float
 ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Weights at ``ids`` (fp32 scores): renormalised by their fp64 sum in selection order, times rsf."""
     w = torch.gather(scores, 1, ids)
     if renormalize:
-        w = w / w.sum(dim=-1, keepdim=True)
-    return ids.to(torch.int64), (w * rsf).to(torch.float32)
+        acc = torch.zeros(w.shape[0], 1, dtype=torch.float64, device=w.device)
+        for j in range(w.shape[1]):  # selection order, in fp64: the fused kernel accumulates the same way
+            acc = acc + w[:, j : j + 1].double()
+        w = w / acc.float()
+    return ids.to(torch.int64), (w * torch.tensor(rsf, dtype=torch.float32)).to(torch.float32)
 
 
 def _grouped_select(sel: torch.Tensor, k: int, num_groups: int, topk_groups: int, top2_sum: bool) -> torch.Tensor:
@@ -58,7 +77,8 @@ def _grouped_select(sel: torch.Tensor, k: int, num_groups: int, topk_groups: int
 
 
 def sqrt_softplus(logits: torch.Tensor) -> torch.Tensor:
-    return torch.sqrt(torch.nn.functional.softplus(logits.float()))
+    """``sqrt(softplus(logit))`` computed in fp64 and rounded once to fp32 (module docstring)."""
+    return torch.sqrt(torch.nn.functional.softplus(logits.double())).float()
 
 
 def route(
@@ -68,7 +88,7 @@ def route(
     token_ids: torch.Tensor | None = None,
     hash_table: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Route ``[T, E]`` router logits (any float dtype, computed in fp32) for ``group``.
+    """Route ``[T, E]`` router logits (any float dtype, taken as fp32; scores in fp64, see the module) for ``group``.
 
     ``bias`` is the ``e_score_correction_bias [E]`` (required when the group has one, ignored on
     hash layers); ``token_ids [T]`` and ``hash_table [vocab, k]`` are required on hash layers.
@@ -109,12 +129,13 @@ def route(
 
 
 def _score(logits: torch.Tensor, scoring: Scoring) -> torch.Tensor:
+    """fp32 scores of fp32 ``logits``, computed in fp64 and rounded once (module docstring)."""
     if scoring is Scoring.SQRTSOFTPLUS:
         return sqrt_softplus(logits)
     if scoring is Scoring.SIGMOID:
-        return torch.sigmoid(logits)
+        return torch.sigmoid(logits.double()).float()
     if scoring is Scoring.SOFTMAX:
-        return torch.softmax(logits, dim=-1)
+        return torch.softmax(logits.double(), dim=-1).float()
     raise BadInputError(f"unknown scoring function {scoring}")
 
 

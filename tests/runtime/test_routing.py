@@ -74,7 +74,10 @@ def test_sigmoid_weights_unbiased_and_renormalize_flag():
     logits = torch.randn(5, 6, generator=torch.Generator().manual_seed(0))
     bias = torch.randn(6, generator=torch.Generator().manual_seed(1))
     ids, w = route(g, logits, bias=bias)
-    assert torch.equal(w, torch.gather(torch.sigmoid(logits), 1, ids))
+    # unbiased, not renormalized: the scores themselves (computed in fp64, rounded once: within an fp32 ulp of
+    # torch's fp32 sigmoid)
+    assert torch.equal(w, torch.gather(torch.sigmoid(logits.double()).float(), 1, ids))
+    torch.testing.assert_close(w, torch.gather(torch.sigmoid(logits), 1, ids), rtol=2.4e-7, atol=0)
     sel = torch.sigmoid(logits) + bias
     assert torch.equal(torch.sort(ids, dim=1).values, torch.sort(torch.topk(sel, 3, dim=1).indices, dim=1).values)
 
@@ -115,3 +118,27 @@ def test_random_hash_table_rows_distinct():
     t = random_hash_table(100, 16, 6, generator=torch.Generator().manual_seed(0))
     assert t.shape == (100, 6) and t.dtype == torch.int64
     assert all(len(set(r)) == 6 for r in t.tolist())
+
+
+@pytest.mark.parametrize("scoring", list(Scoring))
+def test_scores_in_fp64_rounded_once_and_renormalized_in_selection_order(scoring):
+    """route()'s numerics (module docstring): what the fused router kernel reproduces bit for bit."""
+    g = _group(scoring, e=32, k=5, bias=True, rsf=2.5)
+    gen = torch.Generator().manual_seed(3)
+    logits = torch.randn(40, 32, generator=gen) * 4
+    bias = 0.1 * torch.randn(32, generator=gen)
+    ids, w = route(g, logits, bias=bias)
+    x = logits.double()
+    if scoring is Scoring.SIGMOID:
+        s = torch.sigmoid(x)
+    elif scoring is Scoring.SOFTMAX:
+        s = torch.softmax(x, dim=-1)
+    else:
+        s = torch.sqrt(torch.nn.functional.softplus(x))
+    s = s.float()
+    assert torch.equal(ids, torch.sort(s + bias, dim=-1, descending=True, stable=True).indices[:, :5])
+    picked = torch.gather(s, 1, ids)
+    denom = picked.double()[:, 0]
+    for j in range(1, 5):
+        denom = denom + picked.double()[:, j]
+    assert torch.equal(w, picked / denom.float()[:, None] * torch.tensor(2.5))
