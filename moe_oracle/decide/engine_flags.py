@@ -17,7 +17,7 @@ The decode batch against the per-rank step budget (``--max-num-seqs`` / ``--deco
 
 from __future__ import annotations
 
-from moe_oracle.errors import DeploymentError
+from moe_oracle.errors import DeploymentError, Fix, FixKind
 from moe_oracle.model.types import ModelDescription
 from moe_oracle.releases import sglang as sglang_release
 from moe_oracle.releases import vllm as vllm_release
@@ -45,7 +45,10 @@ def check_step_batch(
             f"{flag} {decode_tokens} is more than the per-rank step budget (--max-num-batched-tokens {budget}): a "
             f"decode step of {decode_tokens} sequences feeds {decode_tokens} tokens per rank to every MoE layer, "
             "more than the ranking and the buffers are sized for",
-            fix=f"use {flag} {budget} or less, or --max-num-batched-tokens {decode_tokens} or more",
+            fixes=(
+                Fix(FixKind.FLAG, "or less", ((flag, str(budget)),)),
+                Fix(FixKind.FLAG, "or more", (("--max-num-batched-tokens", str(decode_tokens)),)),
+            ),
         )
     if engine is not Engine.VLLM or not budget_given:
         return
@@ -57,7 +60,10 @@ def check_step_batch(
         raise DeploymentError(
             f"--max-num-batched-tokens {budget} is less than {where} ({seqs}): vLLM refuses a step budget below "
             f"max_num_seqs at start ({VLLM_BUDGET_RULE})",
-            fix=f"use --max-num-batched-tokens {seqs} or more, or --max-num-seqs {budget} or fewer",
+            fixes=(
+                Fix(FixKind.FLAG, "or more", (("--max-num-batched-tokens", str(seqs)),)),
+                Fix(FixKind.FLAG, "or fewer", (("--max-num-seqs", str(budget)),)),
+            ),
         )
 
 
@@ -93,5 +99,8 @@ def check_context(model: ModelDescription, max_model_len: int | None) -> None:
     raise DeploymentError(
         f"--max-model-len {max_model_len} is longer than {model.model}'s context ({context:,} tokens, its config's "
         "max_position_embeddings): the engine refuses a longer one at start",
-        fix=f"use --max-model-len {context} or less, or leave it out (the model's context)",
+        fixes=(
+            Fix(FixKind.FLAG, "or less", (("--max-model-len", str(context)),)),
+            Fix(FixKind.FLAG, "(the model's context)", dropped=(("--max-model-len", str(max_model_len)),)),
+        ),
     )

@@ -3,7 +3,8 @@
 A refusal carries its alternatives typed (:class:`moe_oracle.errors.Fix`: the flags each sets, the given flags it
 drops), made where the refusal is decided: the memory fit's engine settings, more GPUs and smaller formats
 (:mod:`moe_oracle.decide.layout`), the engine's own layout checks (:mod:`moe_oracle.releases.layout_checks`), EP
-beyond the routed experts (:func:`moe_oracle.decide.asked.check_ep_experts`). Each alternative that sets or drops
+beyond the routed experts (:func:`moe_oracle.decide.asked.check_ep_experts`), the decode batch, step budget and
+context flags (:mod:`moe_oracle.decide.engine_flags`). Each alternative that sets or drops
 flags is re-planned as an operator would run it (the refused request with those flags), and printed with what that
 plan really gives, or with the refusal it still meets; one that meets the same refusal again is dropped (it would
 send the operator in a circle). An alternative without flags (another checkpoint, a change by hand) is named as it
@@ -34,6 +35,12 @@ _INT_FLAGS = {
     "--nodes": "nodes",
     "--gpus-per-node": "gpus_per_node",
     "--max-num-batched-tokens": "max_num_batched_tokens",
+}
+#: Flags of the request's options rather than its deployment (the decode batch, the context served).
+_REQUEST_INT_FLAGS = {
+    "--max-num-seqs": "max_num_seqs",
+    "--decode-tokens": "decode_tokens",
+    "--max-model-len": "max_model_len",
 }
 _LAYOUT = ("tp", "dp", "ep", "pp")
 _FRACTION_FLAGS = ("--memory-fraction", "--gpu-memory-utilization", "--mem-fraction-static")
@@ -73,6 +80,8 @@ def _apply(
         elif name == "--max-num-batched-tokens":
             update["budget_given"] = False
             deploy["max_num_batched_tokens"] = _DEFAULT_BUDGET
+        elif name == "--max-model-len":
+            update["max_model_len"] = None
         else:
             return None
         shown_dropped.append((name, value))
@@ -88,6 +97,10 @@ def _apply(
                 update["memory_fraction"] = float(value)
             elif name == "--software":
                 update["software"] = value
+            elif name in _REQUEST_INT_FLAGS:
+                update[_REQUEST_INT_FLAGS[name]] = int(value)
+                if name == "--max-num-seqs" and req.decode_tokens == req.max_num_seqs:
+                    update["decode_tokens"] = int(value)  # the decode batch follows --max-num-seqs unless typed
             else:
                 return None
         except ValueError:

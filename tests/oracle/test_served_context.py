@@ -66,7 +66,9 @@ def test_a_context_longer_than_the_models_is_refused_with_a_fix_that_works():
     r = cli("plan", V4_PRO, *H200_VLLM, "--max-model-len", "2000000")
     assert r.code == 2 and r.err.count("\n") <= 1, r.err
     assert "--max-model-len 2000000 is longer than deepseek-ai/DeepSeek-V4-Pro's context (1,048,576 tokens" in r.err
-    assert "Fix: use --max-model-len 1048576 or less" in r.err
+    # both alternatives judged: each was re-planned and says what it plans
+    assert "Fix: --max-model-len 1048576 plans DP8+EP8 with" in r.err
+    assert "; or without --max-model-len 2000000 plans DP8+EP8 with" in r.err
     assert cli("plan", V4_PRO, *H200_VLLM, "--max-model-len", "1048576").code == 0
 
 
@@ -75,3 +77,21 @@ def test_serve_refuses_the_engines_own_context_flag_after_the_separator():
         r = cli("serve", V4_PRO, "--device", "h200", "--engine", engine, "--dry-run", "--", flag, "8192")
         assert r.code == 2, r.err
         assert "use moe-oracle's --max-model-len (the memory fit counts it) instead (before --)" in r.err
+
+
+def test_step_batch_refusals_name_judged_alternatives():
+    """The flag refusals of the decode batch and the step budget carry typed fixes, each re-planned: every
+    alternative printed plans (issue 32 item 1: flag alternatives judged like the others)."""
+    flash = ("plan", "deepseek-ai/DeepSeek-V4-Flash", "--device", "b200", "--dp", "8", "--ep", "8", "--engine", "vllm")
+    for given, alternatives in (
+        (("--max-num-seqs", "9000"), (("--max-num-seqs", "8192"), ("--max-num-batched-tokens", "9000"))),
+        (("--max-num-batched-tokens", "512"), (("--max-num-batched-tokens", "1024"), ("--max-num-seqs", "512"))),
+    ):
+        r = cli(*flash, *given)
+        assert r.code == 2, r.err
+        fix = r.err.split("Fix: ", 1)[1]
+        for flag, value in alternatives:
+            assert f"{flag} {value} plans DP8+EP8 with" in fix, fix
+            others = [w for w in given if w != given[1]] if flag == given[0] else list(given)
+            again = [*flash, *(others if flag != given[0] else []), flag, value]
+            assert cli(*again).code == 0, again
