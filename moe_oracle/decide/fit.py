@@ -62,6 +62,14 @@ class FitItem:
         return out | ({"source": self.source} if self.source else {})
 
 
+def context_words(served: int | None, model_context: int | None) -> str:
+    """The context a sequence is measured against, in words: ``the 131,072 served (--max-model-len)`` when given,
+    else ``the model's 1,048,576``; "" when neither is known."""
+    if served is not None:
+        return f"the {served:,} served (--max-model-len)"
+    return f"the model's {model_context:,}" if model_context else ""
+
+
 @dataclass(frozen=True)
 class Fit:
     """The memory verdict for one rank of one deployment."""
@@ -90,9 +98,8 @@ class Fit:
         return self.served_context if self.served_context is not None else self.model_context
 
     def _of_context(self) -> str:
-        if self.served_context is not None:
-            return f" of the {self.served_context:,} served (--max-model-len)"
-        return f" of the model's {self.model_context:,}" if self.model_context else ""
+        words = context_words(self.served_context, self.model_context)
+        return f" of {words}" if words else ""
 
     def sequences_at(self, context: int) -> int | None:
         """How many sequences of ``context`` tokens each the KV cache of one rank holds at once (each sequence
@@ -314,7 +321,6 @@ def measure_fit(
     model_ctx = fp.max_context if fp is not None else None
     served = settings.max_model_len
     ctx_cap = served if served is not None else model_ctx  # the longest sequence the engine serves
-    of_ctx = f"the {served:,} served (--max-model-len)" if served is not None else f"the model's {model_ctx or 0:,}"
     max_ctx = None
     if per_token:
         max_ctx = max(0, (kv - fixed) // per_token)
@@ -345,7 +351,7 @@ def measure_fit(
             Reason(
                 ReasonCode.DEPLOYMENT_MEMORY_EXCEEDED if short else ReasonCode.KV_CACHE_TOO_SMALL,
                 f"the KV cache left per rank ({kv / GIB:.1f} GiB) holds {max_ctx:,} tokens of one sequence, below "
-                f"{of_ctx}",
+                f"{context_words(served, model_ctx)}",
                 (
                     "see the layouts that fit below"
                     if short

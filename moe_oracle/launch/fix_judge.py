@@ -182,30 +182,38 @@ def _completed(req: Any, fix: Fix, again: OracleError, build: Callable[[Any], An
         extra = [pair for pair in more.flags if _setting(pair[0]) not in named]
         if not extra or more.dropped:
             continue
-        applied = _apply(req, [*fix.flags, *extra], fix.dropped, fix.model)
-        if applied is None:
-            continue
-        new_req, flags, dropped = applied
-        try:
-            plan = build(new_req)
-        except OracleError:
-            continue
-        return Fix(fix.kind, _outcome(plan), flags, dropped, fix.model, fix.lead)
+        planned = _planned(req, build, [*fix.flags, *extra], fix.dropped, fix.model)
+        if planned is not None:
+            plan, flags, dropped = planned
+            return Fix(fix.kind, _outcome(plan), flags, dropped, fix.model, fix.lead)
     return None
 
 
 def _stock_route(req: Any, stock: str, first_flags: Pairs, build: Callable[[Any], Any]) -> list[Fix]:
     """The engine release's own route (no plug-in), on the requested layout, else on the first alternative's."""
     for flags in ((), first_flags):
-        applied = _apply(req, [*[f for f in flags if f[0] != "--software"], ("--software", stock)])
-        if applied is None:
-            continue
-        new_req, shown, _ = applied
-        try:
-            plan = build(new_req)
-        except OracleError:
-            continue
-        return [
-            Fix(FixKind.PROFILE, _outcome(plan), shown, lead="the engine's own route, without moe-oracle's plug-in")
-        ]
+        planned = _planned(req, build, [*[f for f in flags if f[0] != "--software"], ("--software", stock)])
+        if planned is not None:
+            plan, shown, _ = planned
+            lead = "the engine's own route, without moe-oracle's plug-in"
+            return [Fix(FixKind.PROFILE, _outcome(plan), shown, lead=lead)]
     return []
+
+
+def _planned(
+    req: Any,
+    build: Callable[[Any], Any],
+    flags: Sequence[tuple[str, str]],
+    dropped: Sequence[tuple[str, str]] = (),
+    model: str | None = None,
+) -> tuple[Any, Pairs, Pairs] | None:
+    """The plan of ``req`` with ``flags`` applied (:func:`_apply`), and the flags as shown; None where a flag is
+    not one ``plan`` takes or the re-plan is refused."""
+    applied = _apply(req, flags, dropped, model)
+    if applied is None:
+        return None
+    new_req, shown, shown_dropped = applied
+    try:
+        return build(new_req), shown, shown_dropped
+    except OracleError:
+        return None
