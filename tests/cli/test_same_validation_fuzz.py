@@ -34,6 +34,7 @@ flag_values = st.fixed_dictionaries(
         "--workload": workloads,
         "--decode-tokens": numbers,
         "--max-num-seqs": numbers,
+        "--max-model-len": numbers,
         "--memory-fraction": numbers,
         "--max-num-batched-tokens": numbers,
         "--speculative": st.sampled_from(["mtp", "none", "MTP", "eagle", ""]),
