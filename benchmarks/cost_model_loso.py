@@ -14,7 +14,7 @@ the two non-fused layouts; a cell is a (shape, T) where at least two of them wer
 for the previous model (the five terms ``calibration.FIVE_TERMS``, plain least squares), scored the same way on
 the same shapes. Runs on a CPU::
 
-    python benchmarks/cost_model_loso.py [benchmarks/results/h200/2026-12-01]
+    python benchmarks/cost_model_loso.py [FOLDER ...]   (default: results/h200/2026-12-01, then 2026-12-02)
 """
 
 from __future__ import annotations
@@ -30,7 +30,9 @@ from fit_cost_model import calibrations
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
 
-DEFAULT = Path(__file__).resolve().parent / "results" / "h200" / "2026-12-01"
+RESULTS = Path(__file__).resolve().parent / "results" / "h200"
+#: the sweeps of 2026-12-01 and the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix)
+DEFAULT = [RESULTS / "2026-12-01", RESULTS / "2026-12-02"]
 FP8_PATHS = ("deep_gemm_mega_moe:sm90_fp8xfp8", "nonfused:deepgemm_fp8_psum", "nonfused:deepgemm_fp8_m_indices")
 SHORT = {
     "deep_gemm_mega_moe:sm90_fp8xfp8": "fused FP8",
@@ -53,22 +55,29 @@ class ShapeScore:
     cells_over: int  # cells with regret above 1%
 
 
-def load(folder: Path) -> tuple[dict[Shape, dict[str, list[Calibration]]], dict[Shape, str], set[Shape]]:
-    """Shape -> path -> calibrations; shape -> a name; the shapes only tune measured."""
-    by: dict[Shape, dict[str, list[Calibration]]] = {}
+def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]], dict[Shape, str], set[Shape]]:
+    """Shape -> path -> calibrations; shape -> a name; the shapes only tune measured. A sweep of a shape in a later
+    folder replaces that shape's sweep from an earlier one (a re-measurement after a change to the path)."""
+    sweeps: dict[Shape, dict[str, list[Calibration]]] = {}
     names: dict[Shape, str] = {}
 
     def key(c: Calibration) -> Shape:
         return (c.hidden_size, c.moe_intermediate_size, c.num_experts, c.top_k)
 
-    for f in sorted(folder.glob("fused_vs_nonfused_*.json")):
-        run = json.loads(f.read_text())
-        for c in calibrations(run, f.name):
-            by.setdefault(key(c), {}).setdefault(c.variant, []).append(c)
-            names[key(c)] = run["model"].split(" (")[0]
+    for folder in folders:
+        for f in sorted(folder.glob("fused_vs_nonfused_*.json")):
+            run = json.loads(f.read_text())
+            cals = calibrations(run, f.name)
+            for shape in {key(c) for c in cals}:
+                sweeps[shape] = {}
+            for c in cals:
+                sweeps[key(c)].setdefault(c.variant, []).append(c)
+                names[key(c)] = run["model"].split(" (")[0]
+    by = sweeps
     fresh: set[Shape] = set()
-    tuned = folder / "tune_calibration_h200.json"
-    if tuned.is_file():
+    for tuned in (f / "tune_calibration_h200.json" for f in folders):
+        if not tuned.is_file():
+            continue
         for c in local.read(tuned).entries:
             if key(c) not in names:
                 fresh.add(key(c))
@@ -130,8 +139,7 @@ def totals(label: str, r: dict[Shape, ShapeScore]) -> str:
 
 
 def main() -> None:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT
-    by, names, fresh = load(folder)
+    by, names, fresh = load([Path(a) for a in sys.argv[1:]] or DEFAULT)
     print(f"{len(by)} shapes ({len(fresh)} measured only by moe-oracle tune: {', '.join(names[s] for s in fresh)})")
     now, before = score(by, None), score(by, FIVE_TERMS, robust=False)
     print("\nleave-one-shape-out, package model (calibration.PATH_TERMS), per shape; regret for an FP8 checkpoint")

@@ -4,7 +4,7 @@ Reads the JSON of ``benchmarks/fused_vs_nonfused.py`` (one H200 run per shape: e
 timed interleaved), prints per path the decode fit (a fixed cost plus a cost per active expert over
 T <= 128) and the model fit over all T of this shape (``moe_oracle.cost.calibration.TERMS``) with
 their worst relative errors, and with ``--write`` replaces the matching entries of
-``moe_oracle/data/calibration.json`` (same variant, device, EP and shape) by this run's points, with
+``moe_oracle/data/calibration.json`` (same variant, device, EP and shape; in place) by this run's points, with
 the hardware, library build and EP they came from. ``--tune FILE`` adds the entries of a calibration file
 ``moe-oracle tune`` wrote (``tune_calibration_h200.json``) for every shape no sweep measured (each as its own
 measured entry, with the file as its source), so the fit over shapes covers those families too. Runs on a CPU:
@@ -108,9 +108,16 @@ def main() -> None:
         written += extra
     if args.write:
         data = json.loads(DATA.read_text())
-        kept = [e for e in data["entries"] if not any(same_slot(e, c) for c in written)]
-        replaced = len(data["entries"]) - len(kept)
-        data["entries"] = [c.to_entry() for c in written] + kept
+        entries, replaced, pending = [], 0, list(written)
+        for e in data["entries"]:  # a re-measured slot keeps its place in the file; new slots go first
+            match = next((c for c in pending if same_slot(e, c)), None)
+            if match is None:
+                entries.append(e)
+            else:
+                entries.append(match.to_entry())
+                pending.remove(match)
+                replaced += 1
+        data["entries"] = [c.to_entry() for c in pending] + entries
         DATA.write_text(json.dumps(data, indent=1) + "\n")
         print(f"wrote {len(written)} entries to {DATA} ({replaced} replaced, {len(written) - replaced} new)")
 

@@ -111,6 +111,7 @@ PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
     Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
     Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
     Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12),
+    Kernel.GROUPED_PSUM: (0, 1, 3, 4, 6, 7, 8, 12),
     None: FIVE_TERMS,
 }
 _TILE_TERM = {Regime.SWAP_AB: 10, Regime.SPLIT_N: 11, Regime.LARGE_M: 12}

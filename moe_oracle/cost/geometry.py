@@ -17,8 +17,10 @@ with is read from DeepGEMM PR #323 (8ddf7f96), ``csrc/jit_kernels/heuristics/sm9
   over ``ceil(E_local / 32)`` registers per expert).
 
 The non-fused path's grouped GEMMs (``m_grouped_fp8_gemm_nt_contiguous``) run BLOCK_M = the contiguous layout's
-M alignment, 128 on SM90 (``csrc/jit_kernels/heuristics/sm90.hpp``); their BLOCK_N is taken as 128. Units: tokens
-per rank, bytes, tiles; nothing here is a time.
+M alignment, 128 on SM90, and the BLOCK_N DeepGEMM's own search picks for the rows launched, per GEMM and layout
+(:mod:`moe_oracle.cost.grouped_gemm`, a port checked against DeepGEMM's printed configurations: mostly 192 from
+T = 16, 64-192 at T = 1; W2 of the psum layout 128 where H / 192 is odd). Units: tokens per rank, bytes, tiles;
+nothing here is a time.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass
 from enum import Enum
 from functools import lru_cache
 
+from moe_oracle.cost.grouped_gemm import best_layout, rows_bound
+
 #: SMs of an H200 / H100 SXM (the SM90 parts the calibrations were measured on)
 SM90_SMS = 132
 #: tokens per expert from which PR #323 switches to BLOCK_M 128 (``auto_split_mn``)
@@ -36,7 +40,6 @@ LARGE_M_TOKENS_PER_EXPERT = 64.0
 SWAP_AB_MAX_TOKENS = 128
 #: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
 GROUPED_BLOCK_M = 128
-GROUPED_BLOCK_N = 128
 
 
 class Kernel(Enum):
@@ -44,7 +47,8 @@ class Kernel(Enum):
 
     SM90_FP8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
     SM90_FP4 = "deep_gemm_mega_moe:sm90_fp8xfp4"
-    GROUPED = "nonfused"  # DeepGEMM's contiguous grouped GEMMs of a non-fused path
+    GROUPED = "nonfused"  # DeepGEMM's contiguous grouped GEMMs of a non-fused path (m_indices layout)
+    GROUPED_PSUM = "nonfused:psum"  # the same with ``use_psum_layout`` (its own multicast rule)
 
 
 class Regime(Enum):
@@ -58,16 +62,18 @@ class Regime(Enum):
 def kernel_for(path: str) -> Kernel | None:
     """The heuristics behind a calibrated path key; None for a path whose blocks are not modelled (SM100, AITER)."""
     if path.startswith("nonfused:"):
-        return Kernel.GROUPED
+        return Kernel.GROUPED_PSUM if path.endswith("_psum") else Kernel.GROUPED
     return next((k for k in (Kernel.SM90_FP8, Kernel.SM90_FP4) if k.value == path), None)
 
 
 @dataclass(frozen=True)
 class Geometry:
     """One call's blocks. ``m_blocks``: expected M-blocks summed over the local experts (an expert with ``n``
-    tokens runs ``ceil(n / block_m)``); ``tiles``: expected (M-block, N-block) tiles of both GEMMs;
-    ``critical_mb``: weight MB the busiest SM streams (whole rounds of tiles over the SMs, per GEMM);
-    ``expert_waves``: rounds of experts the scheduler runs one after the other (1: all at once)."""
+    tokens runs ``ceil(n / block_m)``); ``tiles``: expected (M-block, N-block) tiles of both GEMMs the scheduler
+    visits (the m_indices layout: every launched block, padding included); ``critical_mb``: weight MB the busiest
+    SM streams (whole rounds of tiles over the SMs, per GEMM); ``expert_waves``: rounds of experts the scheduler
+    runs one after the other (1: all at once). ``block_n``: of the first GEMM (L1 / W13); ``block_n_l2`` of the
+    second (the fused kernels use one BLOCK_N for both)."""
 
     kernel: Kernel
     regime: Regime
@@ -78,6 +84,7 @@ class Geometry:
     tiles: float
     critical_mb: float
     expert_waves: int
+    block_n_l2: int = 0
 
 
 @lru_cache(maxsize=4096)
@@ -180,8 +187,14 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     """The blocks of one call of ``tokens`` tokens per rank on ``kernel`` (see the module docstring for sources)."""
     local = max(1, num_experts // max(ep, 1))
     per_expert = tokens * max(ep, 1) * top_k / num_experts
-    if kernel is Kernel.GROUPED:
-        regime, block_m, block_n = Regime.LARGE_M, GROUPED_BLOCK_M, GROUPED_BLOCK_N
+    grouped = kernel in (Kernel.GROUPED, Kernel.GROUPED_PSUM)
+    block_n_l2 = 0
+    if grouped:
+        regime, block_m = Regime.LARGE_M, GROUPED_BLOCK_M
+        rows = rows_bound(max(1, round(tokens)), top_k, local)
+        psum = kernel is Kernel.GROUPED_PSUM
+        block_n = best_layout(rows, 2 * inter, hidden, psum=psum).block_n
+        block_n_l2 = best_layout(rows, hidden, inter, psum=psum).block_n
     elif per_expert >= LARGE_M_TOKENS_PER_EXPERT:
         regime, block_m = Regime.LARGE_M, 128
         block_n = 256 if kernel is Kernel.SM90_FP8 else 128
@@ -191,15 +204,17 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         regime = Regime.SWAP_AB if swap else Regime.SPLIT_N
         wide = kernel is Kernel.SM90_FP8 and not swap and inter >= 3072 and per_expert >= 0.25
         block_n = 256 if wide else 128
-    wave = (
-        local if kernel is Kernel.GROUPED else _experts_per_wave(kernel, local, tokens, top_k, inter, block_m, block_n)
-    )
+    block_n_l2 = block_n_l2 or block_n
+    wave = local if grouped else _experts_per_wave(kernel, local, tokens, top_k, inter, block_m, block_n)
     m_blocks = expected_m_blocks(local, num_experts, top_k, tokens, max(ep, 1), block_m)
-    l1_n, l2_n = max(1, 2 * inter // block_n), max(1, hidden // block_n)
+    # the m_indices layout launches every row of the bound: its scheduler visits the all-padding blocks too (each a
+    # tile's overhead; their MMA is skipped), the psum layout only the blocks that hold tokens
+    launched = max(m_blocks, rows / block_m) if kernel is Kernel.GROUPED else m_blocks
+    l1_n, l2_n = max(1, math.ceil(2 * inter / block_n)), max(1, math.ceil(hidden / block_n_l2))
     waves = math.ceil(local / wave)  # each wave's L1 tiles, then its L2 tiles, in whole rounds over the SMs
     rounds_l1 = waves * math.ceil(m_blocks / waves * l1_n / SM90_SMS)
     rounds_l2 = waves * math.ceil(m_blocks / waves * l2_n / SM90_SMS)
-    critical = (rounds_l1 * block_n * hidden + rounds_l2 * block_n * inter) / 1e6
+    critical = (rounds_l1 * block_n * hidden + rounds_l2 * block_n_l2 * inter) / 1e6
     return Geometry(
         kernel=kernel,
         regime=regime,
@@ -207,7 +222,8 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         block_n=block_n,
         experts_per_wave=wave,
         m_blocks=m_blocks,
-        tiles=m_blocks * (l1_n + l2_n),
+        tiles=launched * (l1_n + l2_n),
         critical_mb=critical,
         expert_waves=waves,
+        block_n_l2=block_n_l2,
     )

@@ -202,14 +202,24 @@ def swiglu_quantize(
     clamp: float | None,
     alpha: float = 1.0,
     beta: float = 0.0,
+    groups_per_program: int | None = None,
 ) -> None:
-    """``h [rows, 2I]`` (gate columns first) -> SwiGLU -> E4M3 ``a [rows, I]`` and flat MN-major ``sf``."""
+    """``h [rows, 2I]`` (gate columns first) -> SwiGLU -> E4M3 ``a [rows, I]`` and flat MN-major ``sf``.
+
+    ``groups_per_program``: 128-column groups each program quantizes (a power of two; the output does not depend
+    on it). By default 4 where they divide ``I / 128``, else the next power of two up to 8 with the columns past
+    ``I`` masked: one program per row for I = 768 instead of six one-group programs, which made the padding rows'
+    early exits and the launch the larger part of Qwen3-30B's non-fused time (docs/performance.md §12).
+    """
     inter = h.shape[1] // 2
     if inter % 128:
         raise ValueError(f"intermediate size {inter} must be a multiple of 128")
     if rows == 0:
         return
-    gpp = 4 if inter % 512 == 0 else 1
+    groups = inter // 128
+    gpp = groups_per_program or (4 if groups % 4 == 0 else min(8, triton.next_power_of_2(groups)))
+    if gpp & (gpp - 1):
+        raise ValueError(f"groups_per_program {gpp} must be a power of two")
     _swiglu_quant_kernel[(rows, triton.cdiv(inter, 128 * gpp))](
         h, m_indices, a, sf, inter, rows, 0.0 if clamp is None else float(clamp), float(alpha), float(beta),
         HAS_CLAMP=clamp is not None, GPP=gpp, num_warps=4,

@@ -33,8 +33,20 @@ def test_swap_ab_up_to_128_tokens_and_block_n_of_each_kernel():
     assert geometry(FP4, 4096, 4096, 2048, 256, 8, 1).block_n == 128  # the FP8xMXFP4 kernel: always 128
     g = geometry(GROUPED, 8, 4096, 2048, 256, 8, 1)
     assert (g.block_m, g.expert_waves) == (128, 1)
-    assert kernel_for("nonfused:deepgemm_fp8_psum") is GROUPED
+    assert kernel_for("nonfused:deepgemm_fp8_psum") is Kernel.GROUPED_PSUM
+    assert kernel_for("nonfused:deepgemm_fp8_m_indices") is GROUPED
     assert kernel_for("deep_gemm_mega_moe:sm100_fp8xfp4") is None
+
+
+def test_grouped_gemms_take_the_block_n_deep_gemm_picks_for_the_rows_launched():
+    # Qwen3-30B-A3B at T = 512: 20352 rows; W13 (N 1536) runs BLOCK_N 192 in both layouts, W2 (N 2048) 192 with
+    # m_indices but 128 with psum (11 blocks of 192 cannot pair into clusters of two), as DeepGEMM printed
+    psum, midx = geometry(Kernel.GROUPED_PSUM, 512, 2048, 768, 128, 8, 1), geometry(GROUPED, 512, 2048, 768, 128, 8, 1)
+    assert (psum.block_n, psum.block_n_l2, midx.block_n, midx.block_n_l2) == (192, 128, 192, 192)
+    assert psum.tiles == pytest.approx(psum.m_blocks * (8 + 16))
+    # m_indices launches every row of the bound: 159 blocks of 128 visited, of which 128 hold tokens (one per expert)
+    assert psum.m_blocks == pytest.approx(128, abs=0.5) and midx.m_blocks == pytest.approx(psum.m_blocks)
+    assert midx.tiles == pytest.approx(20352 / 128 * (8 + 11))
 
 
 def test_expected_m_blocks_pad_each_expert_to_block_m():

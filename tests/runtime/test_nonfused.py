@@ -92,6 +92,37 @@ def test_glue_kernels_interpreted():
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
 
 
+SWIGLU_CODE = """
+import torch
+from moe_oracle.kernels.grouped_triton import swiglu_quantize
+
+gen = torch.Generator().manual_seed(3)
+for inter in (128, 384, 512, 768, 1408, 2048):
+    rows = 6
+    h = (torch.randn(rows, 2 * inter, generator=gen) * 3).bfloat16()
+    m_indices = torch.tensor([0, -1, 2, 1, -1, 0], dtype=torch.int32)
+    outs = []
+    for gpp in (None, 1, 2, 8):
+        a = torch.zeros(rows, inter, dtype=torch.float8_e4m3fn)
+        sf = torch.zeros(rows * (inter // 128))
+        swiglu_quantize(h, m_indices, a, sf, rows=rows, clamp=7.0, groups_per_program=gpp)
+        outs.append((a.view(torch.uint8).clone(), sf.clone()))
+    for a, sf in outs[1:]:
+        assert torch.equal(a, outs[0][0]) and torch.equal(sf, outs[0][1]), inter
+    assert bool((outs[0][0][1] == 0).all()) and bool((outs[0][0][0] != 0).any()), inter
+print("ok")
+"""
+
+
+def test_swiglu_quantize_does_not_depend_on_the_groups_per_program():
+    """The columns past I are masked: one program per row (I = 768: 8 groups, 2 masked) writes the same bytes as
+    one-group programs (the previous grid for any I not a multiple of 512)."""
+    pytest.importorskip("triton")
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    p = subprocess.run([sys.executable, "-c", SWIGLU_CODE], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("model", ["deepseek-ai/DeepSeek-V4-Flash", "zai-org/GLM-5-FP8"])
 def test_deep_gemm_grouped_layouts(model):

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 import torch
 
+from moe_oracle.cost.grouped_gemm import rows_bound
 from moe_oracle.model.types import WeightFormat
 from moe_oracle.runtime.errors import LayerInputError
 from moe_oracle.runtime.interface import CheckpointExperts, LayerConfig, MegaMoELayer
@@ -32,14 +33,8 @@ from moe_oracle.runtime.vendor import require_attrs, require_cuda_arch, require_
 Layout = Literal["psum", "m_indices"]
 GemmImpl = Literal["deep_gemm", "torch"]
 GEMM_FN = "m_grouped_fp8_gemm_nt_contiguous"
+__all__ = ["GroupedGemmMoE", "grouped_gemm_torch", "rows_bound"]
 ALIGN_FN = "get_mk_alignment_for_contiguous_layout"
-
-
-def rows_bound(tokens: int, top_k: int, num_experts: int, align: int) -> int:
-    """Rows launched for ``tokens`` tokens: every routed row plus the worst-case padding of each expert
-    segment up to ``align``, rounded up to ``align`` (independent of the routing, so graph-safe)."""
-    routed = tokens * top_k
-    return -(-(routed + min(num_experts, routed) * (align - 1)) // align) * align
 
 
 def grouped_gemm_torch(

@@ -1,0 +1,128 @@
+"""The non-fused path's two grouped GEMMs, one at a time: the block configuration DeepGEMM picks, and their times.
+
+For each expert shape and T, both grouped layouts (``psum``, ``m_indices``) of the non-fused FP8 graph
+(``backends/cuda_sm90/nonfused``) run once with ``DG_PRINT_CONFIGS=1`` set by this script, so DeepGEMM prints the
+``GemmDesc`` and ``GemmConfig`` its SM90 heuristic chose (``csrc/jit_kernels/heuristics/common.hpp``), then are
+timed interleaved (CUDA graphs, L2 flushed, ``time_interleaved``): the whole graph, the W13 GEMM alone and the W2
+GEMM alone (on the buffers the whole graph left). The fused FP8 kernel runs once per T too, so its printed
+mega-MoE configuration is on record. The printed lines are what ``moe_oracle/cost/geometry.py``'s port of the
+heuristic is tested against; the per-GEMM times say which GEMM a shape's non-fused time goes to.
+
+Run on the H200 with DeepGEMM PR #323: ``python benchmarks/grouped_gemm_probe.py --json FILE``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+os.environ.setdefault("DG_PRINT_CONFIGS", "1")
+
+import torch
+from _timing import Condition, time_interleaved
+from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
+
+from moe_oracle.model.types import MoELayerGroup, QuantSpec, Routing, Scoring
+from moe_oracle.runtime import LayerConfig, build_layer, route
+from moe_oracle.runtime.accuracy import random_masters
+from moe_oracle.runtime.quantize import quantize_experts
+
+FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
+#: (H, I, E, top-k) of the twelve calibrated shapes (moe_oracle/data/calibration.json)
+SHAPES: dict[str, tuple[int, int, int, int]] = {
+    "qwen3-30b-a3b": (2048, 768, 128, 8),
+    "laguna-xs.2": (2048, 512, 256, 8),
+    "qwen3-next-80b-a3b": (2048, 512, 512, 10),
+    "minimax-m2": (3072, 1536, 256, 8),
+    "qwen3-235b-a22b": (4096, 1536, 128, 8),
+    "deepseek-v4-flash": (4096, 2048, 256, 6),
+    "mimo-v2-flash": (4096, 2048, 256, 8),
+    "hunyuan-a13b": (4096, 3072, 64, 8),
+    "qwen2-57b-a14b": (3584, 2560, 64, 8),
+    "glm-5": (6144, 2048, 256, 8),
+    "kimi-k2": (7168, 2048, 384, 8),
+    "ernie-4.5-300b-a47b": (8192, 3584, 64, 8),
+}
+
+
+def group(h: int, i: int, e: int, k: int) -> MoELayerGroup:
+    return MoELayerGroup(
+        name="moe", layers=(0,), hidden_size=h, moe_intermediate_size=i, num_experts=e, top_k=k,
+        weight_quant=FP8, routing=Routing(scoring=Scoring.SOFTMAX, renormalize=True),
+    )  # fmt: skip
+
+
+def probe(name: str, tokens: list[int], rounds: int, fused: bool) -> list[dict]:
+    g = group(*SHAPES[name])
+    cfg = LayerConfig(group=g, max_tokens_per_rank=max(tokens))
+    w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
+    experts = quantize_experts(w13, w2, FP8)
+    del w13, w2
+    layers = {}
+    for layout in ("psum", "m_indices"):
+        nf = GroupedGemmMoE(cfg, layout=layout)
+        nf.load(experts)
+        layers[layout] = nf
+    mega = None
+    if fused:
+        try:
+            mega = build_layer("deep_gemm_mega_moe:sm90_fp8xfp8", cfg, experts)
+        except Exception as exc:  # a declared limit of the installed build (recorded, not fatal)
+            print(f"   fused FP8 not built: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    rows = []
+    for t in tokens:
+        x = torch.randn(t, g.hidden_size, device="cuda", generator=gen).bfloat16()
+        logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
+        ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
+        active = int(torch.unique(ids[ids >= 0]).numel())
+        print(f"=== {name} T={t} active={active} rows={layers['psum'].rows(t)}", flush=True)
+        fns = {}
+        for layout, nf in layers.items():
+            nf(x, ids, w)
+            torch.cuda.synchronize()
+            r = nf.rows(t)
+            fns[f"{layout}"] = lambda nf=nf, x=x, ids=ids, w=w: nf(x, ids, w)
+            fns[f"{layout}_w13"] = lambda nf=nf, r=r: nf._grouped_gemm(nf.a1, nf.sf1, r, nf.w13, nf.w13_sf, nf.h1)
+            fns[f"{layout}_w2"] = lambda nf=nf, r=r: nf._grouped_gemm(nf.a2, nf.sf2, r, nf.w2, nf.w2_sf, nf.h2)
+        if mega is not None:
+            try:
+                mega(x, ids, w)
+                torch.cuda.synchronize()
+            except Exception as exc:  # a build limit of the installed DeepGEMM (recorded, not fatal)
+                print(f"   fused FP8 at T={t}: {type(exc).__name__}: {str(exc).splitlines()[0][:200]}", flush=True)
+        cond = Condition()
+        tm = time_interleaved(fns, condition=cond, rounds=rounds, reps_per_round=5)
+        row = {"shape": name, "T": t, "active": active, "rows": layers["psum"].rows(t), "condition": cond.to_json()}
+        for k, v in tm.items():
+            row[k] = {"us": v.us, "round_min_us": v.round_min_us, "round_max_us": v.round_max_us}
+        print("   " + "  ".join(f"{k} {v.us:8.1f}" for k, v in tm.items()) + f"  {cond.text()}", flush=True)
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--tokens", default="1,16,64,512,4096")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument(
+        "--fused-shapes",
+        default="qwen3-next-80b-a3b,laguna-xs.2,qwen3-30b-a3b",
+        help="shapes whose fused FP8 kernel also runs once per T (its configuration print)",
+    )
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    tokens = [int(t) for t in args.tokens.split(",")]
+    out: list[dict] = []
+    for name in args.shapes.split(","):
+        out += probe(name, tokens, args.rounds, name in args.fused_shapes.split(","))
+        torch.cuda.empty_cache()
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__, "rows": out}, f)
+
+
+if __name__ == "__main__":
+    main()
