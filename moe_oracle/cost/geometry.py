@@ -8,7 +8,8 @@ with is read from DeepGEMM PR #323 (8ddf7f96), ``csrc/jit_kernels/heuristics/sm9
   expected tokens per expert ``T * ranks * top_k / E`` reach 64, else BLOCK_M 64;
 - ``get_mega_moe_config_sm90``: FP8 BLOCK_N 128 with swapAB (``should_use_swap_ab_for_mega_moe_sm90``: BLOCK_M 64
   and T <= 128), 256 at BLOCK_M 128, 256 at BLOCK_M 64 for I >= 3072 and 0.25+ tokens per expert, else 128; the
-  FP8xMXFP4 kernel always runs BLOCK_N 128 (``get_mega_moe_config_sm90_fp4``);
+  FP8xMXFP4 kernel always runs BLOCK_N 128 (``get_mega_moe_config_sm90_fp4``), with swapAB up to 24 tokens per
+  expert for I <= 2048 or I >= 3072 (``csrc/apis/sm90_mega.hpp:180-182``, default on);
 - ``get_num_experts_per_wave_for_mega_moe_sm90``: every local expert in one wave unless 1 to 4 tokens per expert
   are expected, then the smallest wave whose L1 blocks fill twice the SMs, searched for the fullest last wave
   (``get_num_experts_per_wave_for_mega_moe``, ``csrc/jit_kernels/heuristics/mega_moe.hpp``);
@@ -38,6 +39,8 @@ SM90_SMS = 132
 LARGE_M_TOKENS_PER_EXPERT = 64.0
 #: the largest T at which the SM90 FP8 kernel runs swapAB
 SWAP_AB_MAX_TOKENS = 128
+#: the largest expected tokens per expert at which the SM90 FP8xMXFP4 kernel runs swapAB (its "flash"/"pro" shapes)
+FP4_SWAP_AB_MAX_TOKENS_PER_EXPERT = 24.0
 #: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
 GROUPED_BLOCK_M = 128
 
@@ -200,7 +203,10 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         block_n = 256 if kernel is Kernel.SM90_FP8 else 128
     else:
         block_m = 64
-        swap = kernel is Kernel.SM90_FP8 and tokens <= SWAP_AB_MAX_TOKENS
+        if kernel is Kernel.SM90_FP8:
+            swap = tokens <= SWAP_AB_MAX_TOKENS
+        else:  # csrc/apis/sm90_mega.hpp:180-182: "flash" (I <= 2048) and "pro" (I >= 3072) shapes, <= 24 per expert
+            swap = (inter <= 2048 or inter >= 3072) and 0 < per_expert <= FP4_SWAP_AB_MAX_TOKENS_PER_EXPERT
         regime = Regime.SWAP_AB if swap else Regime.SPLIT_N
         wide = kernel is Kernel.SM90_FP8 and not swap and inter >= 3072 and per_expert >= 0.25
         block_n = 256 if wide else 128

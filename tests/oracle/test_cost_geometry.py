@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,32 @@ def test_loso_table_is_the_committed_result_and_the_docs_quote_it():
     assert out == saved
     docs = (ROOT / "docs/performance.md").read_text()
     assert all(line in docs for line in saved.splitlines() if line.startswith(("|", "package model", "previous")))
+
+
+RESULTS = ROOT / "benchmarks/results/h200/2026-12-02"
+MEGA = re.compile(
+    r"MegaMoESM90(FP4)?Config\(num_ranks=(\d+), num_experts=(\d+), hidden=(\d+), intermediate_hidden=(\d+), "
+    r"num_max_tokens_per_rank=\d+, num_tokens=(\d+), num_topk=(\d+).*?swap_ab=(\w+)[,)].*?: MegaMoESM90Config\("
+    r"block_m=(\d+), block_n=(\d+), .*?num_experts_per_wave=(\d+),"
+)
+
+
+def printed_mega() -> list[tuple]:
+    """Every fused configuration DeepGEMM printed on the H200 (``DG_PRINT_CONFIGS=1``): the FP8xMXFP4 kernel for
+    twelve shapes x eight T (``mega_config_probe.py``), the FP8 kernel for three shapes x five T (the probe of the
+    grouped GEMMs)."""
+    text = (RESULTS / "mega_config_probe_fp4.txt").read_text() + (RESULTS / "grouped_gemm_probe.txt").read_text()
+    return sorted({m.groups() for m in MEGA.finditer(text)}, key=lambda v: (v[0] or "", *map(int, v[1:7])))
+
+
+def test_the_probes_printed_both_fused_kernels():
+    lines = printed_mega()
+    assert sum(line[0] == "FP4" for line in lines) >= 96 and sum(line[0] is None for line in lines) >= 15
+
+
+@pytest.mark.parametrize("line", printed_mega(), ids=lambda v: f"{v[0] or 'FP8'}-E{v[2]}-H{v[3]}-I{v[4]}-T{v[5]}")
+def test_fused_geometry_is_what_deep_gemm_printed(line):
+    fp4, ranks, e, h, i, t, k, swap, block_m, block_n, wave = line
+    g = geometry(FP4 if fp4 else FP8, int(t), int(h), int(i), int(e), int(k), int(ranks))
+    assert (g.block_m, g.block_n, g.experts_per_wave) == (int(block_m), int(block_n), int(wave))
+    assert (g.regime is Regime.SWAP_AB) == (swap == "true")
