@@ -138,7 +138,8 @@ def _combine_kernel(
     for j in tl.static_range(TOPK):
         row = tl.load(row_of_slot_ptr + t * TOPK + j)
         wj = tl.load(w_ptr + t.to(tl.int64) * stride_w + j).to(tl.float32)
-        v = tl.load(out_ptr + row.to(tl.int64) * hidden + cols, mask=ok & (row >= 0), other=0.0).to(tl.float32)
+        live = ok & (cols * 0 + row >= 0)  # a vector mask: Triton 3.9's interpreter refuses a scalar in it
+        v = tl.load(out_ptr + row.to(tl.int64) * hidden + cols, mask=live, other=0.0).to(tl.float32)
         acc += tl.where(row >= 0, wj, 0.0) * v
     tl.store(y_ptr + t.to(tl.int64) * stride_y + cols, acc.to(tl.bfloat16), mask=ok)
 
