@@ -205,9 +205,11 @@ class DeepGemmMegaMoE(MegaMoELayer):
     def pdl_enabled(self) -> bool:
         """Is DeepGEMM's programmatic-dependent-launch switch on in this process (``deep_gemm.set_pdl``)?
 
-        DeepGEMM then launches the mega kernel as a PDL secondary of whatever ran before it; the staging
-        launch follows the same switch so the kernel starts when staging exits, as after DeepGEMM's own
-        pre-dispatch. Off unless the process turned it on (SGLang does by default: ``SGLANG_DEEPGEMM_PDL``).
+        DeepGEMM then launches the mega kernel as a PDL secondary of whatever ran before it. With it on, the
+        staging (or fused router + staging) launch is a PDL secondary of the kernel before it (it waits before its
+        first load), and the mega kernel is one only if it waits too (:attr:`KERNEL_WAITS_FOR_GRID_DEPENDENCY`),
+        else it is launched with the switch off. Off unless the process turned it on (SGLang does by default:
+        ``SGLANG_DEEPGEMM_PDL``).
         """
         get = getattr(self.dg, "get_pdl", None)
         return bool(get()) if callable(get) else False
@@ -293,10 +295,10 @@ class DeepGemmMegaMoE(MegaMoELayer):
     ) -> torch.Tensor:
         t = self._tokens(hidden_states)
         pdl = self.pdl_enabled()
-        waits = self.KERNEL_WAITS_FOR_GRID_DEPENDENCY
-        # PDL only in front of a kernel that waits: else staging launches plainly and DeepGEMM's PDL switch is off
-        # for this kernel's launch (restored after), so its dispatch loads cannot race the staging stores
-        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=pdl and waits)
+        # with the switch on, staging is a PDL secondary of the kernel before it (it waits before its first load:
+        # safe by contract); the kernel is one only if it waits too (_run_kernel), else DeepGEMM's switch is off
+        # for its launch (restored after), so its dispatch loads cannot race the staging stores
+        self.STAGING.stage_to_buffer(self.buffer, hidden_states, topk_ids, topk_weights, pdl=pdl)
         return self._run_kernel(t, num_tokens_for_block_m, pdl)
 
     def routing_path(
@@ -331,5 +333,5 @@ class DeepGemmMegaMoE(MegaMoELayer):
                         buf.topk_weights, bias=None if bias is None else bias.contiguous(),
                         recipe=str(self.STAGING.triton_recipe),
                         pad_to=int(buf.topk_idx.shape[0]) if self.STAGING.pad_rows else t,
-                        pdl=pdl and self.KERNEL_WAITS_FOR_GRID_DEPENDENCY)  # fmt: skip
+                        pdl=pdl)  # fmt: skip
         return self._run_kernel(t, num_tokens_for_block_m, pdl)

@@ -7,7 +7,7 @@ environment and says why, with the source. Same shape and stable ids as the know
 
 MOA-2026-002 (DeepGEMM PR #447): the SM90 FP8 and SM100 NVFP4 mega kernels never wait on the grid dependency, and
 SGLang 0.5.23 launches DeepGEMM with PDL on by default, so SGLang plans that run them set ``SGLANG_DEEPGEMM_PDL=0``.
-moe-oracle's own runtime never launches PDL in front of such a kernel
+moe-oracle's own runtime never launches such a kernel as a PDL secondary
 (``backends/_deep_gemm_layer.py``: ``KERNEL_WAITS_FOR_GRID_DEPENDENCY``).
 """
 

@@ -18,12 +18,12 @@ bandwidth-bound and aims at the device's copy bandwidth.
 
 With ``pdl=True`` the launch is a programmatic dependent launch (PDL): it may start while the kernel
 before it drains and waits for it (``griddepcontrol.wait``) before reading anything, as DeepGEMM's own
-``mega_moe_pre_dispatch_sm90`` does (``sm90_mega_moe_pre_dispatch.cuh:36-38``). A mega kernel launched
-after it with DeepGEMM's PDL switch on (``deep_gemm.set_pdl(True)``; SGLang turns it on by default,
-``SGLANG_DEEPGEMM_PDL``) then starts once every staging program has stored its part and signalled
-(``griddepcontrol.launch_dependents``, where DeepGEMM's pre-dispatch signals too, lines 100-102),
-without the kernel-boundary gap. The mega kernel does not wait on the grid dependency itself: the
-hand-off is the one DeepGEMM's own pre-dispatch relies on.
+``mega_moe_pre_dispatch_sm90`` does (``sm90_mega_moe_pre_dispatch.cuh:36-38``): safe behind any kernel.
+``trigger=True`` also signals ``griddepcontrol.launch_dependents`` after each thread's stores (where
+DeepGEMM's pre-dispatch signals, lines 100-102), so a mega kernel launched as a PDL secondary after it
+may start before every program exits; that hand-off is safe only for a kernel that waits on the grid
+dependency itself, and the runtime never uses it (``backends/_deep_gemm_layer.py``: the SM90 kernels,
+which do not wait, are launched without PDL, advisory MOA-2026-002).
 """
 
 from __future__ import annotations

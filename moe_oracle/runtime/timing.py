@@ -10,8 +10,11 @@ and drops its clock from 1980 to about 1750-1860 MHz within 50-100 ms, so timing
 after another's favours whichever runs first. It captures every path's graph, then runs rounds; each
 round times every path once (``reps_per_round`` replays each), in an order that rotates from round to
 round, so every path sees the same thermal and clock history. It reports each path's median over
-all replays and the spread of its per-round medians, and the SM clock and board power NVML read
-after every round (the condition the numbers were taken under).
+all replays, its per-round medians (``Timing.round_us``, what :mod:`moe_oracle.runtime.paired` pairs between
+two paths) and their spread, and the SM clock and board power NVML read after every round (the condition the
+numbers were taken under). With ``sweep=True`` a round is ``reps_per_round`` sweeps over the paths, each path
+replayed once per sweep (the order rotating by round), so the paths compared ran adjacently, replay by replay,
+instead of one path's block of replays after another's.
 """
 
 from __future__ import annotations
@@ -94,12 +97,14 @@ def copy_bandwidth(nbytes: int = (4 << 30) - (64 << 20)) -> float:
 
 @dataclass(frozen=True)
 class Timing:
-    """One path's interleaved timing: median of all replays (us) and the range of its per-round medians."""
+    """One path's interleaved timing: median of all replays (us), the range of its per-round medians and the
+    per-round medians themselves in round order (``round_us``, empty when not recorded)."""
 
     us: float
     round_min_us: float
     round_max_us: float
     rounds: int
+    round_us: tuple[float, ...] = ()
 
     @property
     def spread(self) -> float:
@@ -158,8 +163,13 @@ def time_interleaved(
     flush: bool = True,
     graph: bool = True,
     condition: Condition | None = None,
+    sweep: bool = False,
 ) -> dict[str, Timing]:
-    """Median microseconds per call of each path, measured interleaved round by round (module docstring)."""
+    """Median microseconds per call of each path, measured interleaved round by round (module docstring).
+
+    ``sweep``: replay the paths one after another ``reps_per_round`` times per round (adjacent replays) instead of
+    ``reps_per_round`` replays of one path, then the next.
+    """
     runs = {name: _prepared(fn, graph) for name, fn in fns.items()}
     buf = _flush_buffer() if flush else None
     names = list(runs)
@@ -167,10 +177,20 @@ def time_interleaved(
     per_round: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         order = names[r % len(names) :] + names[: r % len(names)]
-        for name in order:
-            times = [_timed(runs[name], buf) for _ in range(reps_per_round)]
-            samples[name] += times
-            per_round[name].append(statistics.median(times))
+        times: dict[str, list[float]] = {n: [] for n in names}
+        if sweep:
+            for _ in range(reps_per_round):
+                for name in order:
+                    times[name].append(_timed(runs[name], buf))
+        else:
+            for name in order:
+                times[name] = [_timed(runs[name], buf) for _ in range(reps_per_round)]
+        for name in names:
+            samples[name] += times[name]
+            per_round[name].append(statistics.median(times[name]))
         if condition is not None:
             condition.sample()
-    return {n: Timing(statistics.median(samples[n]), min(per_round[n]), max(per_round[n]), rounds) for n in names}
+    return {
+        n: Timing(statistics.median(samples[n]), min(per_round[n]), max(per_round[n]), rounds, tuple(per_round[n]))
+        for n in names
+    }

@@ -11,7 +11,7 @@ import torch
 
 from moe_oracle.model.resolve import resolve_model
 from moe_oracle.model.types import MoELayerGroup, QuantSpec, Routing, Scoring
-from moe_oracle.runtime import LayerConfig, build_layer, calc_diff, reference_moe, route
+from moe_oracle.runtime import LayerConfig, RoutingPath, build_layer, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.errors import BackendUnavailableError
 from moe_oracle.runtime.quantize import quantize_experts
@@ -105,14 +105,21 @@ def test_rows_past_t_are_never_read_by_the_sm90_kernel():
     layer.close()
 
 
-def _replays_with_pdl(layer, on: bool, x0, scale, x, ids, w) -> list[torch.Tensor]:
-    """Capture producer + layer with DeepGEMM's PDL switch ``on``; replay 50 times, a new x0 sign each time."""
+def _replays_with_pdl(layer, on: bool, x0, scale, x, ids, w, logits=None) -> list[torch.Tensor]:
+    """Capture producer + layer with DeepGEMM's PDL switch ``on``; replay 50 times, a new x0 sign each time.
+
+    With ``logits`` = ``(l0, out, bias, one)`` the step is ``forward_logits`` and the producer also writes the logits
+    (``out = l0 * 1``, the launch right before the fused router, like the router GEMM); else ``forward``."""
     layer.dg.set_pdl(on)
     assert layer.pdl_enabled() is on
 
     def step() -> torch.Tensor:
         torch.mul(x0, scale, out=x)  # the producer: staging must not read x before it is written
-        return layer(x, ids, w)
+        if logits is None:
+            return layer(x, ids, w)
+        l0, out, bias, one = logits
+        torch.mul(l0, one, out=out)  # the router must not read the logits before they are written
+        return layer.forward_logits(x, out, bias=bias)
 
     for _ in range(3):
         step()
@@ -122,17 +129,21 @@ def _replays_with_pdl(layer, on: bool, x0, scale, x, ids, w) -> list[torch.Tenso
     runs = []
     for i in range(50):
         x0.mul_(-1)  # a new x every replay: a stale read would show as a sign flip
+        if logits is not None:
+            logits[0].mul_(-1)  # and new logits: a stale read would route to other experts
         graph.replay()
         if i >= 48:
             runs.append(y.clone())
     return runs
 
 
-def test_pdl_staging_gives_the_same_output_after_a_producer():
-    """With DeepGEMM's PDL switch on, the staging launch waits for the kernel that wrote x and the mega kernel starts
-    as staging exits: graph-captured behind a producer (x = x0 * s, the step before the layer in an engine), 50
-    replays per T give the outputs of the same graph captured with the switch off (a stale read of x, which
-    changes sign every replay, would differ by ~2)."""
+@pytest.mark.parametrize("fused_router", [False, True], ids=["forward", "forward_logits"])
+def test_pdl_staging_gives_the_same_output_after_a_producer(fused_router: bool):
+    """With DeepGEMM's PDL switch on, the staging launch (or the fused router + staging launch) is a PDL secondary
+    that waits for the kernel that wrote its inputs, and the SM90 mega kernel, which does not wait, starts after it
+    completes: graph-captured behind a producer (x = x0 * s, and the logits for forward_logits: the steps before
+    the layer in an engine), 50 replays per T give the outputs of the same graph captured with the switch off (a
+    stale read of x, which changes sign every replay, or of the logits, would differ by ~2)."""
     if not torch.cuda.is_available():
         pytest.skip("needs a GPU")
     g = resolve_model("deepseek-ai/DeepSeek-V4-Flash").main_group.model_copy(update={"weight_quant": FP8})
@@ -152,7 +163,13 @@ def test_pdl_staging_gives_the_same_output_after_a_producer():
             x = torch.empty_like(x0)
             logits = torch.randn(t, g.num_experts, device="cuda", generator=gen)
             ids, w = route(g, logits, bias=torch.zeros(g.num_experts, device="cuda"))
-            outs = {on: _replays_with_pdl(layer, on, x0, scale, x, ids, w) for on in (False, True)}
+            lg = None
+            if fused_router:
+                l0 = logits.clone()
+                one = torch.ones((), device="cuda")
+                lg = (l0, torch.empty_like(l0), torch.zeros(g.num_experts, device="cuda"), one)
+                assert layer.routing_path(x, l0, lg[2]) is RoutingPath.FUSED
+            outs = {on: _replays_with_pdl(layer, on, x0, scale, x, ids, w, lg) for on in (False, True)}
             for a, b in zip(outs[False], outs[True], strict=True):  # a stale x (other sign) would differ by ~2
                 assert calc_diff(a.float(), b.float()) < 1e-3, t  # run-to-run noise of the kernel is far below
     finally:

@@ -1,5 +1,5 @@
-"""Advisory MOA-2026-002 in moe-oracle's own runtime: PDL only in front of a mega kernel that waits on the grid
-dependency (DeepGEMM PR #447: only the SM100 FP8xFP4 kernel does; issue #29 item 6)."""
+"""Advisory MOA-2026-002 in moe-oracle's own runtime: a mega kernel is launched as a PDL secondary only if it waits
+on the grid dependency (DeepGEMM PR #447: only the SM100 FP8xFP4 kernel does; issue #29 item 6)."""
 
 from __future__ import annotations
 
