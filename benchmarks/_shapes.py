@@ -2,8 +2,9 @@
 
 Each entry is one routed-expert layer group at its full shape: hidden size H, expert width I, experts E,
 top-k. Routing for a measurement is the family's own scoring on random logits with no correction bias
-(every expert equally likely). ``group(name, quant)`` builds the :class:`MoELayerGroup`; the benchmarks
-take the DeepSeek-V4 and GLM-5 shapes from their bundled presets instead.
+(every expert equally likely). ``group(name, quant)`` builds the :class:`MoELayerGroup`;
+``fused_vs_nonfused.py`` takes the DeepSeek-V4 and GLM-5 shapes from their bundled presets instead, the
+probes of the kernels' configurations take every calibrated shape (:data:`CALIBRATED`) from here.
 """
 
 from __future__ import annotations
@@ -32,7 +33,17 @@ SHAPES: dict[str, Shape] = {
     "minimax-m2": Shape("MiniMaxAI/MiniMax-M2", 3072, 1536, 256, 8, Scoring.SIGMOID, "M2.5/M2.7 config.json"),
     "glm-4.5-air": Shape("zai-org/GLM-4.5-Air", 4096, 1408, 128, 8, Scoring.SIGMOID, "models.md"),
     "kimi-k2": Shape("moonshotai/Kimi-K2-Instruct", 7168, 2048, 384, 8, Scoring.SIGMOID, "Hub config.json"),
+    # the other shapes of the package calibration (moe_oracle/data/calibration.json)
+    "deepseek-v4-flash": Shape("deepseek-ai/DeepSeek-V4-Flash", 4096, 2048, 256, 6, Scoring.SQRTSOFTPLUS, "preset"),
+    "glm-5": Shape("zai-org/GLM-5-FP8", 6144, 2048, 256, 8, Scoring.SIGMOID, "preset"),
+    "laguna-xs.2": Shape("poolside/Laguna-XS.2-FP8", 2048, 512, 256, 8, Scoring.SIGMOID, "tests/fixtures config.json"),
+    "mimo-v2-flash": Shape("XiaomiMiMo/MiMo-V2-Flash", 4096, 2048, 256, 8, Scoring.SIGMOID, "tests/fixtures config"),
+    "hunyuan-a13b": Shape("tencent/Hunyuan-A13B", 4096, 3072, 64, 8, Scoring.SOFTMAX, "tune: manual expert shape"),
+    "qwen2-57b-a14b": Shape("Qwen/Qwen2-57B-A14B", 3584, 2560, 64, 8, Scoring.SOFTMAX, "tune: manual expert shape"),
+    "ernie-4.5-300b-a47b": Shape("baidu/ERNIE-4.5-300B-A47B", 8192, 3584, 64, 8, Scoring.SOFTMAX, "tune: manual"),
 }
+#: the twelve shapes measured on the H200 into the package calibration (GLM-4.5-Air is refused by the build)
+CALIBRATED = tuple(name for name in SHAPES if name != "glm-4.5-air")
 
 
 def group(name: str, quant: QuantSpec) -> MoELayerGroup:

@@ -58,7 +58,7 @@ class ShapeScore:
 def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]], dict[Shape, str], set[Shape]]:
     """Shape -> path -> calibrations; shape -> a name; the shapes only tune measured. A sweep of a shape in a later
     folder replaces that shape's sweep from an earlier one (a re-measurement after a change to the path)."""
-    sweeps: dict[Shape, dict[str, list[Calibration]]] = {}
+    by: dict[Shape, dict[str, list[Calibration]]] = {}
     names: dict[Shape, str] = {}
 
     def key(c: Calibration) -> Shape:
@@ -69,11 +69,10 @@ def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]]
             run = json.loads(f.read_text())
             cals = calibrations(run, f.name)
             for shape in {key(c) for c in cals}:
-                sweeps[shape] = {}
+                by[shape] = {}  # a later sweep of the shape replaces the earlier one
             for c in cals:
-                sweeps[key(c)].setdefault(c.variant, []).append(c)
+                by[key(c)].setdefault(c.variant, []).append(c)
                 names[key(c)] = run["model"].split(" (")[0]
-    by = sweeps
     fresh: set[Shape] = set()
     for tuned in (f / "tune_calibration_h200.json" for f in folders):
         if not tuned.is_file():

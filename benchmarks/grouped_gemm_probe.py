@@ -20,41 +20,20 @@ import os
 os.environ.setdefault("DG_PRINT_CONFIGS", "1")
 
 import torch
+from _shapes import CALIBRATED, group
 from _timing import Condition, time_interleaved
 from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
-from moe_oracle.model.types import MoELayerGroup, QuantSpec, Routing, Scoring
+from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.quantize import quantize_experts
 
 FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
-#: (H, I, E, top-k) of the twelve calibrated shapes (moe_oracle/data/calibration.json)
-SHAPES: dict[str, tuple[int, int, int, int]] = {
-    "qwen3-30b-a3b": (2048, 768, 128, 8),
-    "laguna-xs.2": (2048, 512, 256, 8),
-    "qwen3-next-80b-a3b": (2048, 512, 512, 10),
-    "minimax-m2": (3072, 1536, 256, 8),
-    "qwen3-235b-a22b": (4096, 1536, 128, 8),
-    "deepseek-v4-flash": (4096, 2048, 256, 6),
-    "mimo-v2-flash": (4096, 2048, 256, 8),
-    "hunyuan-a13b": (4096, 3072, 64, 8),
-    "qwen2-57b-a14b": (3584, 2560, 64, 8),
-    "glm-5": (6144, 2048, 256, 8),
-    "kimi-k2": (7168, 2048, 384, 8),
-    "ernie-4.5-300b-a47b": (8192, 3584, 64, 8),
-}
-
-
-def group(h: int, i: int, e: int, k: int) -> MoELayerGroup:
-    return MoELayerGroup(
-        name="moe", layers=(0,), hidden_size=h, moe_intermediate_size=i, num_experts=e, top_k=k,
-        weight_quant=FP8, routing=Routing(scoring=Scoring.SOFTMAX, renormalize=True),
-    )  # fmt: skip
 
 
 def probe(name: str, tokens: list[int], rounds: int, fused: bool) -> list[dict]:
-    g = group(*SHAPES[name])
+    g = group(name, FP8)
     cfg = LayerConfig(group=g, max_tokens_per_rank=max(tokens))
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
     experts = quantize_experts(w13, w2, FP8)
@@ -104,7 +83,7 @@ def probe(name: str, tokens: list[int], rounds: int, fused: bool) -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--shapes", default=",".join(CALIBRATED))
     ap.add_argument("--tokens", default="1,16,64,512,4096")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument(

@@ -19,7 +19,7 @@ import os
 os.environ.setdefault("DG_PRINT_CONFIGS", "1")
 
 import torch
-from grouped_gemm_probe import SHAPES, group
+from _shapes import CALIBRATED, group
 
 from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, route
@@ -34,7 +34,7 @@ QUANTS = {
 
 def probe(name: str, variant: str, tokens: list[int], max_tokens: int) -> None:
     quant = QUANTS[variant]
-    g = group(*SHAPES[name]).model_copy(update={"weight_quant": quant})
+    g = group(name, quant)
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
     experts = quantize_experts(w13, w2, quant)
     del w13, w2
@@ -65,7 +65,7 @@ def probe(name: str, variant: str, tokens: list[int], max_tokens: int) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--shapes", default=",".join(SHAPES))
+    ap.add_argument("--shapes", default=",".join(CALIBRATED))
     ap.add_argument("--variants", default=",".join(QUANTS))
     ap.add_argument("--tokens", default="1,2,4,8,16,32,64,128,256,512,1024,2048,4096,8192")
     ap.add_argument("--max-tokens", type=int, default=8192)

@@ -191,13 +191,16 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     local = max(1, num_experts // max(ep, 1))
     per_expert = tokens * max(ep, 1) * top_k / num_experts
     grouped = kernel in (Kernel.GROUPED, Kernel.GROUPED_PSUM)
-    block_n_l2 = 0
+    block_n_l2 = visited_rows = 0  # the second GEMM's BLOCK_N where it has its own; rows m_indices launches
     if grouped:
         regime, block_m = Regime.LARGE_M, GROUPED_BLOCK_M
         rows = rows_bound(max(1, round(tokens)), top_k, local)
         psum = kernel is Kernel.GROUPED_PSUM
         block_n = best_layout(rows, 2 * inter, hidden, psum=psum).block_n
         block_n_l2 = best_layout(rows, hidden, inter, psum=psum).block_n
+        # the m_indices layout launches every row of the bound: its scheduler visits the all-padding blocks too
+        # (each a tile's overhead; their MMA is skipped), the psum layout only the blocks that hold tokens
+        visited_rows = 0 if psum else rows
     elif per_expert >= LARGE_M_TOKENS_PER_EXPERT:
         regime, block_m = Regime.LARGE_M, 128
         block_n = 256 if kernel is Kernel.SM90_FP8 else 128
@@ -213,9 +216,7 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     block_n_l2 = block_n_l2 or block_n
     wave = local if grouped else _experts_per_wave(kernel, local, tokens, top_k, inter, block_m, block_n)
     m_blocks = expected_m_blocks(local, num_experts, top_k, tokens, max(ep, 1), block_m)
-    # the m_indices layout launches every row of the bound: its scheduler visits the all-padding blocks too (each a
-    # tile's overhead; their MMA is skipped), the psum layout only the blocks that hold tokens
-    launched = max(m_blocks, rows / block_m) if kernel is Kernel.GROUPED else m_blocks
+    visited = max(m_blocks, visited_rows / block_m)
     l1_n, l2_n = max(1, math.ceil(2 * inter / block_n)), max(1, math.ceil(hidden / block_n_l2))
     waves = math.ceil(local / wave)  # each wave's L1 tiles, then its L2 tiles, in whole rounds over the SMs
     rounds_l1 = waves * math.ceil(m_blocks / waves * l1_n / SM90_SMS)
@@ -228,7 +229,7 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         block_n=block_n,
         experts_per_wave=wave,
         m_blocks=m_blocks,
-        tiles=launched * (l1_n + l2_n),
+        tiles=visited * (l1_n + l2_n),
         critical_mb=critical,
         expert_waves=waves,
         block_n_l2=block_n_l2,
