@@ -15,7 +15,15 @@ call does on one rank, counted in the blocks the kernel's own heuristics pick (:
 - the weight MB of the busiest SM (tiles are dealt in whole rounds over the 132 SMs: at T = 1 with H 8192
   the 448 L1 tiles of 8 experts take 4 rounds of 1 MB); the expert waves run one after the other (1 to 4
   tokens per expert); a cost per tile of each block configuration (swapAB, BLOCK_M 64, BLOCK_M 128: pipeline
-  fill and epilogue, which dominate tiles with a short K).
+  fill and epilogue, which dominate tiles with a short K);
+- the same scheduler walk again in the FP8 kernel at BLOCK_M 128: its 512 epilogue threads get 112 registers
+  each (``sm90_fp8_mega_moe.cuh:462-470``: "only 3584 registers of headroom"), and the scheduler's per-lane
+  token counts (``ceil(E_local / 32)`` registers, ``scheduler/mega_moe.cuh``) no longer fit: the compiled kernels
+  keep a stack frame of 72, 104-112 and 248 bytes at 128, 256 and 512 local experts (``cuobjdump
+  --dump-resource-usage`` of the JIT cache; at BLOCK_M 64, 168 registers: 8 and 112 bytes at 256 and 512), so
+  the walk's lookups plausibly read local memory (inferred from the frame sizes and the times, not traced
+  instruction by instruction). On the H200 Qwen3-Next's 512 experts take 3.4 us per M-block at BLOCK_M 128 where
+  Laguna's 256 experts of the same H and I take 2.1 (both 1.45 us at BLOCK_M 64).
 
 Which terms a path's fit uses is :data:`PATH_TERMS` (the fused SM90 kernels, the non-fused grouped GEMMs, and
 the five-term model for paths whose blocks are not modelled). One shape cannot tell most terms apart: its own
@@ -99,6 +107,7 @@ TERMS = (
     "per tile, BLOCK_M 64 swapAB",
     "per tile, BLOCK_M 64",
     "per tile, BLOCK_M 128",
+    "per scheduler step at BLOCK_M 128 (local experts x ceil(local experts / 32), thousands)",
 )
 #: the previous model's five terms (fixed, local experts, active-expert MB, TFLOP, token-pair MB): paths whose
 #: blocks are not modelled, and the "before" column of ``benchmarks/cost_model_loso.py``
@@ -108,7 +117,7 @@ ONE_SHAPE_TERMS = (0, 3, 5)
 FEW_POINT_TERMS = (0, 3)
 #: the terms each kind of path is fit with over several shapes
 PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
-    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
+    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13),
     Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
     Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12),
     Kernel.GROUPED_PSUM: (0, 1, 3, 4, 6, 7, 8, 12),
@@ -177,6 +186,8 @@ def features(
         x[8] = g.critical_mb
         x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
         x[_TILE_TERM[g.regime]] = g.tiles
+        if g.regime is Regime.LARGE_M and kernel is Kernel.SM90_FP8:
+            x[13] = x[2]  # the same walk, its per-lane counts spilled (see the module docstring)
     return tuple(x)
 
 
@@ -304,8 +315,8 @@ HUBER_ROUNDS = 10
 
 def robust_nnls(rows: Sequence[Sequence[float]], ys: Sequence[float], use: Sequence[int]) -> list[float]:
     """:func:`nnls` reweighted to Huber's loss on relative error: a point off by more than :data:`HUBER_DELTA`
-    counts linearly, not squared, so the few points whose cost no term expresses (Qwen3-Next's 512 experts at
-    BLOCK_M 128 run 1.8x what every other shape implies) do not pull every other shape's coefficients."""
+    counts linearly, not squared, so the few points whose cost no term expresses (a clock the power limit drops
+    for one shape's largest T) do not pull every other shape's coefficients."""
     coef = nnls(rows, ys, use)
     for _ in range(HUBER_ROUNDS):
         err = [abs(sum(c * v for c, v in zip(coef, r, strict=True)) / y - 1.0) for r, y in zip(rows, ys, strict=True)]

@@ -1,0 +1,70 @@
+"""The cost model's prediction for a shape before it is measured: each path fit on every OTHER measured shape.
+
+For each named shape of ``_shapes.SHAPES`` and each T, prints (``--json``: writes) what the package's model
+(``calibration.PATH_TERMS``, fit by :func:`moe_oracle.cost.calibration.fit_pooled` over the H200 sweeps that
+``cost_model_loso.py`` reads, the shape itself left out) predicts for the fused FP8 and FP8xMXFP4 kernels and
+the two non-fused layouts, with the regime and blocks the kernel's heuristics pick. Committed before the shape
+is measured, it is the held-out test of a term fit on other shapes. Runs on a CPU::
+
+    python benchmarks/cost_model_predict.py qwen3.5-397b-a17b --tokens 1,8,64,512,4096,8192 [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from _shapes import SHAPES, group
+from cost_model_loso import DEFAULT, SHORT, load
+
+from moe_oracle.cost.active_experts import expected_active_experts
+from moe_oracle.cost.calibration import features, fit_pooled
+from moe_oracle.cost.geometry import geometry, kernel_for
+from moe_oracle.model.types import QuantSpec
+
+#: the stored formats each path computes on (the sweeps' MXFP4 masters, converted to FP8 block-128 for the others)
+MXFP4 = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
+FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("shapes", help="names in benchmarks/_shapes.py, commas")
+    ap.add_argument("--tokens", default="1,8,64,512,1024,2048,4096,8192")
+    ap.add_argument("--json", default="", help="write the predictions here")
+    args = ap.parse_args()
+    by, _, _ = load(DEFAULT)
+    tokens = [int(t) for t in args.tokens.split(",")]
+    out: dict[str, dict] = {}
+    for name in args.shapes.split(","):
+        s = SHAPES[name]
+        shape = (s.hidden, s.inter, s.experts, s.top_k)
+        print(
+            f"== {s.model}: H {s.hidden}, I {s.inter}, E {s.experts}, top-{s.top_k}; fit on {len(by) - (shape in by)} shapes"
+        )
+        rows = []
+        for path in SHORT:
+            others = tuple(c for s2, pp in by.items() if s2 != shape for c in pp.get(path, []))
+            if not others:
+                continue
+            f = fit_pooled(others)
+            kernel = kernel_for(path)
+            expert_bytes = group(name, MXFP4 if path.endswith("fp8xfp4") else FP8).expert_weight_bytes()
+            for t in tokens:
+                active = expected_active_experts(s.experts, s.top_k, t, 1)
+                x = features(path, t, active, expert_bytes, s.top_k, s.hidden, s.inter, s.experts, 1)
+                g = geometry(kernel, t, s.hidden, s.inter, s.experts, s.top_k, 1) if kernel is not None else None
+                blocks = f"{g.regime.value}, BLOCK_N {g.block_n}" if g is not None else ""
+                rows.append({"path": path, "T": t, "us": round(f.predict(x), 1), "blocks": blocks})
+        for t in tokens:
+            cells = [r for r in rows if r["T"] == t]
+            print(f"T {t:5d} " + " | ".join(f"{SHORT[r['path']]} {r['us']:8.1f} ({r['blocks']})" for r in cells))
+        out[name] = {"model": s.model, "shape": dict(zip(("H", "I", "E", "top_k"), shape, strict=True)), "rows": rows}
+    if args.json:
+        Path(args.json).write_text(json.dumps(out, indent=1) + "\n")
+        print(f"wrote {args.json}")
+
+
+if __name__ == "__main__":
+    main()
