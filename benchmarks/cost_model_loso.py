@@ -3,7 +3,8 @@
 Ground truth: every shape measured on the H200: the sweeps of ``benchmarks/fused_vs_nonfused.py`` (one JSON per
 expert shape, 12-14 token counts) and the calibration file ``moe-oracle tune`` wrote for seven models
 (``tune_calibration_h200.json``; five of them from families no sweep had: ERNIE-4.5-300B-A47B, Hunyuan-A13B and
-Qwen2-57B-A14B expert shapes, Laguna-XS.2-FP8, MiMo-V2-Flash, marked fresh). A shape measured by both is one shape
+Qwen2-57B-A14B expert shapes, Laguna-XS.2-FP8, MiMo-V2-Flash, marked fresh), and the sweep of one more family
+measured fresh (Qwen3.5-397B-A17B, :data:`FRESH_SWEEPS`). A shape measured by both is one shape
 with the points of both. For each shape and each path, the model (:func:`moe_oracle.cost.calibration.fit_pooled`)
 is fit on the OTHER shapes only and predicts this shape's times.
 
@@ -25,7 +26,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from fit_cost_model import calibrations
+from fit_cost_model import calibrations, merge_points
 
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
@@ -40,6 +41,8 @@ SHORT = {
     "nonfused:deepgemm_fp8_psum": "psum",
     "nonfused:deepgemm_fp8_m_indices": "m_indices",
 }
+#: sweeps of families no earlier calibration had, measured for issue 31 (the others: the shapes tune measured)
+FRESH_SWEEPS = ("Qwen/Qwen3.5-397B-A17B",)
 Shape = tuple[int, int, int, int]
 Cell = tuple[Shape, str, int]
 
@@ -56,8 +59,9 @@ class ShapeScore:
 
 
 def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]], dict[Shape, str], set[Shape]]:
-    """Shape -> path -> calibrations; shape -> a name; the shapes only tune measured. A sweep of a shape in a later
-    folder replaces that shape's sweep from an earlier one (a re-measurement after a change to the path)."""
+    """Shape -> path -> calibrations; shape -> a name; the shapes of families measured fresh. A later sweep of a
+    shape (a later file, or a later folder) replaces the earlier one's points at the T it measured (a re-measurement
+    after a change to the path) and adds the others (an extension to larger T)."""
     by: dict[Shape, dict[str, list[Calibration]]] = {}
     names: dict[Shape, str] = {}
 
@@ -67,13 +71,11 @@ def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]]
     for folder in folders:
         for f in sorted(folder.glob("fused_vs_nonfused_*.json")):
             run = json.loads(f.read_text())
-            cals = calibrations(run, f.name)
-            for shape in {key(c) for c in cals}:
-                by[shape] = {}  # a later sweep of the shape replaces the earlier one
-            for c in cals:
-                by[key(c)].setdefault(c.variant, []).append(c)
+            for c in calibrations(run, f.name):
+                earlier = by.setdefault(key(c), {}).get(c.variant, [])
+                by[key(c)][c.variant] = [merge_points(earlier[0], c) if earlier else c]
                 names[key(c)] = run["model"].split(" (")[0]
-    fresh: set[Shape] = set()
+    fresh = {s for s, name in names.items() if name in FRESH_SWEEPS}
     for tuned in (f / "tune_calibration_h200.json" for f in folders):
         if not tuned.is_file():
             continue
@@ -139,7 +141,7 @@ def totals(label: str, r: dict[Shape, ShapeScore]) -> str:
 
 def main() -> None:
     by, names, fresh = load([Path(a) for a in sys.argv[1:]] or DEFAULT)
-    print(f"{len(by)} shapes ({len(fresh)} measured only by moe-oracle tune: {', '.join(names[s] for s in fresh)})")
+    print(f"{len(by)} shapes ({len(fresh)} from families measured fresh: {', '.join(sorted(names[s] for s in fresh))})")
     now, before = score(by, None), score(by, FIVE_TERMS, robust=False)
     print("\nleave-one-shape-out, package model (calibration.PATH_TERMS), per shape; regret for an FP8 checkpoint")
     print(

@@ -34,15 +34,20 @@ def main() -> None:
     ap.add_argument("--tokens", default="1,8,64,512,1024,2048,4096,8192")
     ap.add_argument("--json", default="", help="write the predictions here")
     args = ap.parse_args()
+    unknown = [n for n in args.shapes.split(",") if n not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")
+    try:
+        tokens = [int(t) for t in args.tokens.split(",")]
+    except ValueError:
+        ap.error(f"--tokens {args.tokens!r}: comma-separated integers (e.g. 1,8,64)")
     by, _, _ = load(DEFAULT)
-    tokens = [int(t) for t in args.tokens.split(",")]
     out: dict[str, dict] = {}
     for name in args.shapes.split(","):
         s = SHAPES[name]
         shape = (s.hidden, s.inter, s.experts, s.top_k)
-        print(
-            f"== {s.model}: H {s.hidden}, I {s.inter}, E {s.experts}, top-{s.top_k}; fit on {len(by) - (shape in by)} shapes"
-        )
+        fit_on = len(by) - (shape in by)
+        print(f"== {s.model}: H {s.hidden}, I {s.inter}, E {s.experts}, top-{s.top_k}; fit on {fit_on} shapes")
         rows = []
         for path in SHORT:
             others = tuple(c for s2, pp in by.items() if s2 != shape for c in pp.get(path, []))

@@ -5,7 +5,8 @@ timed interleaved), prints per path the decode fit (a fixed cost plus a cost per
 T <= 128) and the model fit over all T of this shape (``moe_oracle.cost.calibration.TERMS``) with
 their worst relative errors, and with ``--write`` replaces the matching entries of
 ``moe_oracle/data/calibration.json`` (same variant, device, EP and shape; in place) by this run's points, with
-the hardware, library build and EP they came from. ``--tune FILE`` adds the entries of a calibration file
+the hardware, library build and EP they came from (points at T this run did not measure are kept: a run that
+extends a slot to larger T adds to it). ``--tune FILE`` adds the entries of a calibration file
 ``moe-oracle tune`` wrote (``tune_calibration_h200.json``) for every shape no sweep measured (each as its own
 measured entry, with the file as its source), so the fit over shapes covers those families too. Runs on a CPU:
 
@@ -56,6 +57,16 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
     return out
 
 
+def merge_points(earlier: Calibration, later: Calibration) -> Calibration:
+    """``later`` with ``earlier``'s points at the T it did not measure: a re-measurement replaces a slot's points
+    at its T, an extension to further T keeps the rest (sources joined)."""
+    mine = {t for t, _, _ in later.points}
+    points = tuple(sorted((*later.points, *(p for p in earlier.points if p[0] not in mine)), key=lambda p: p[0]))
+    if len(points) == len(later.points):
+        return later
+    return dataclasses.replace(later, points=points, source=f"{earlier.source}; {later.source}")
+
+
 def shape_of(cal: Calibration) -> tuple[int, int, int, int]:
     return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k)
 
@@ -92,13 +103,17 @@ def main() -> None:
         head = f"{'path':34} {'decode fixed us':>15} {'us/expert':>9} {'max err':>7}"
         print(head + f"   {'fit fixed us':>12} {'max err':>7}")
         for cal in cals:
-            d = decode_fit(cal)
             f = fit(cal)
-            print(
-                f"{cal.variant:34} {d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}   "
-                f"{f.fixed_us:12.1f} {f.max_rel_error:7.1%}"
-            )
-        written += cals
+            small = sum(t <= 128 for t, _, _ in cal.points) >= 2  # a run of large T only has no decode fit
+            d = decode_fit(cal) if small else None
+            decode = f"{d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}" if d else f"{'-':>33}"
+            print(f"{cal.variant:34} {decode}   {f.fixed_us:12.1f} {f.max_rel_error:7.1%}")
+        for cal in cals:  # a later file of the same slot (an extension to further T) merges into the earlier
+            i = next((i for i, w in enumerate(written) if same_slot(w.to_entry(), cal)), None)
+            if i is None:
+                written.append(cal)
+            else:
+                written[i] = merge_points(written[i], cal)
     if args.tune:
         extra = tuned(args.tune, {shape_of(c) for c in written})
         print(f"\n{args.tune}: {len(extra)} entries for {len({shape_of(c) for c in extra})} shapes no sweep measured")
@@ -109,12 +124,12 @@ def main() -> None:
     if args.write:
         data = json.loads(DATA.read_text())
         entries, replaced, pending = [], 0, list(written)
-        for e in data["entries"]:  # a re-measured slot keeps its place in the file; new slots go first
+        for e in data["entries"]:  # a re-measured slot keeps its place (and its other T); new slots go first
             match = next((c for c in pending if same_slot(e, c)), None)
             if match is None:
                 entries.append(e)
             else:
-                entries.append(match.to_entry())
+                entries.append(merge_points(Calibration.from_entry(e), match).to_entry())
                 pending.remove(match)
                 replaced += 1
         data["entries"] = [c.to_entry() for c in pending] + entries

@@ -16,14 +16,19 @@ call does on one rank, counted in the blocks the kernel's own heuristics pick (:
   the 448 L1 tiles of 8 experts take 4 rounds of 1 MB); the expert waves run one after the other (1 to 4
   tokens per expert); a cost per tile of each block configuration (swapAB, BLOCK_M 64, BLOCK_M 128: pipeline
   fill and epilogue, which dominate tiles with a short K);
-- the same scheduler walk again in the FP8 kernel at BLOCK_M 128: its 512 epilogue threads get 112 registers
-  each (``sm90_fp8_mega_moe.cuh:462-470``: "only 3584 registers of headroom"), and the scheduler's per-lane
-  token counts (``ceil(E_local / 32)`` registers, ``scheduler/mega_moe.cuh``) no longer fit: the compiled kernels
-  keep a stack frame of 72, 104-112 and 248 bytes at 128, 256 and 512 local experts (``cuobjdump
-  --dump-resource-usage`` of the JIT cache; at BLOCK_M 64, 168 registers: 8 and 112 bytes at 256 and 512), so
-  the walk's lookups plausibly read local memory (inferred from the frame sizes and the times, not traced
-  instruction by instruction). On the H200 Qwen3-Next's 512 experts take 3.4 us per M-block at BLOCK_M 128 where
-  Laguna's 256 experts of the same H and I take 2.1 (both 1.45 us at BLOCK_M 64).
+- in the FP8 kernel at BLOCK_M 128, the scheduler's walk counted again (its lookups spill, below), and with more
+  than 384 local experts one rate per weight MB it streams (an expert's weights once per M-block) in place of the
+  block terms, the main loop itself slowed. At BLOCK_M 128 the kernel's 512 epilogue threads get 112 registers each
+  (``sm90_fp8_mega_moe.cuh:462-470``: "only 3584 registers of headroom at epilogue=112"), the scheduler holds
+  ``ceil(E_local / 32)`` per-lane token counts in every thread (``scheduler/mega_moe.cuh``), and the kernels the
+  H200 compiled keep a stack frame that grows with the local experts: 48, 72, 104-112, 160 and 248 bytes at 64,
+  128, 256, 384 and 512 (``cuobjdump --dump-resource-usage`` of the JIT cache; at BLOCK_M 64, 168 registers:
+  0-32 bytes up to 256 experts, 112 at 512). Measured: Qwen3-Next (H 2048, I 512) and Qwen3.5-397B (H 4096,
+  I 1024), both 512 experts, stream 0.92-1.07 TB/s of expert weights per M-block at T = 4096 and 8192, where the
+  shapes of 64 to 384 experts stream 2.2-2.9 TB/s from H 3072 (Kimi-K2's 384 at T = 4096 and 8192: 2.6) and
+  1.5-2.1 at H 2048 (Laguna-XS.2, Qwen3-30B); at BLOCK_M 64 the 512-expert shapes run at the others' rate. That
+  spilled registers are what slows the main loop is inferred from the frame sizes and the times, not traced
+  instruction by instruction (docs/performance.md §13.1).
 
 Which terms a path's fit uses is :data:`PATH_TERMS` (the fused SM90 kernels, the non-fused grouped GEMMs, and
 the five-term model for paths whose blocks are not modelled). One shape cannot tell most terms apart: its own
@@ -107,7 +112,8 @@ TERMS = (
     "per tile, BLOCK_M 64 swapAB",
     "per tile, BLOCK_M 64",
     "per tile, BLOCK_M 128",
-    "per scheduler step at BLOCK_M 128 (local experts x ceil(local experts / 32), thousands)",
+    "per MB streamed (expert MB x its M-blocks), FP8 kernel at BLOCK_M 128 with over 384 local experts",
+    "per scheduler step at BLOCK_M 128, FP8 kernel (local experts x ceil(local experts / 32), thousands)",
 )
 #: the previous model's five terms (fixed, local experts, active-expert MB, TFLOP, token-pair MB): paths whose
 #: blocks are not modelled, and the "before" column of ``benchmarks/cost_model_loso.py``
@@ -117,22 +123,30 @@ ONE_SHAPE_TERMS = (0, 3, 5)
 FEW_POINT_TERMS = (0, 3)
 #: the terms each kind of path is fit with over several shapes
 PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
-    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13),
+    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14),
     Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
     Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12),
     Kernel.GROUPED_PSUM: (0, 1, 3, 4, 6, 7, 8, 12),
     None: FIVE_TERMS,
 }
 _TILE_TERM = {Regime.SWAP_AB: 10, Regime.SPLIT_N: 11, Regime.LARGE_M: 12}
+#: local experts above which the SM90 FP8 kernel at BLOCK_M 128 runs its main loop spilled (measured on the H200:
+#: 384 runs at the rate of 64-256, 512 at 0.4x of it; the module docstring)
+SPILLED_LARGE_M_EXPERTS = 384
 
 
 @dataclass(frozen=True)
 class Fit:
-    """Coefficients (us per unit of each of :data:`TERMS`), the worst relative error on the points fit, their count."""
+    """Coefficients (us per unit of each of :data:`TERMS`), the worst relative error on the points fit, their count,
+    and the fastest padded MMA rate (TFLOP/s) any of them sustained (0: no cap). A prediction is never faster than
+    its padded work at that rate: the power limit caps the sustained rate, not the terms (on the H200, 700 W, the SM
+    clock falls to 1425-1710 MHz under the non-fused GEMMs of the 64-expert shapes at T = 4096, which then run
+    about 1,000 TFLOP/s however much work they are given)."""
 
     coef: tuple[float, ...]
     max_rel_error: float
     num_points: int
+    peak_padded_tflop_s: float = 0.0
 
     @property
     def fixed_us(self) -> float:
@@ -140,7 +154,10 @@ class Fit:
 
     def predict(self, x: tuple[float, ...]) -> float:
         """Microseconds for the :func:`features` ``x``."""
-        return sum(c * v for c, v in zip(self.coef, x, strict=True))
+        linear = sum(c * v for c, v in zip(self.coef, x, strict=True))
+        if self.peak_padded_tflop_s > 0 and x[6] > 0:
+            return max(linear, x[6] / self.peak_padded_tflop_s * 1e6)
+        return linear
 
 
 #: The entries of the local calibration file the current decision uses (set by
@@ -186,8 +203,13 @@ def features(
         x[8] = g.critical_mb
         x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
         x[_TILE_TERM[g.regime]] = g.tiles
-        if g.regime is Regime.LARGE_M and kernel is Kernel.SM90_FP8:
-            x[13] = x[2]  # the same walk, its per-lane counts spilled (see the module docstring)
+        if kernel is Kernel.SM90_FP8 and g.regime is Regime.LARGE_M and local > SPILLED_LARGE_M_EXPERTS:
+            # the spilled main loop sets the pace: one rate per weight MB streamed (once per M-block), the block
+            # terms give way (see the module docstring)
+            x[13] = x[3] + x[4]
+            x[2] = x[4] = x[6] = x[8] = x[9] = x[12] = 0.0
+        elif kernel is Kernel.SM90_FP8 and g.regime is Regime.LARGE_M:
+            x[14] = x[2]  # the same walk, its per-lane counts spilled
     return tuple(x)
 
 
@@ -342,16 +364,22 @@ def fit_pooled(cals: tuple[Calibration, ...], terms: tuple[int, ...] | None = No
     uses the variant's :data:`PATH_TERMS`; one shape cannot tell most of them apart (every per-shape term is a
     constant there, pairs are proportional to TFLOP): its fit has :data:`ONE_SHAPE_TERMS`, with fewer points than
     that :data:`FEW_POINT_TERMS`. Several shapes are fit with :func:`robust_nnls`, one shape by plain least squares
-    (:func:`nnls`). ``terms`` (indices into :data:`TERMS`) replaces the choice of terms and ``robust=False`` fits
-    several shapes by plain least squares too: a benchmark scoring another model."""
+    (:func:`nnls`), and with the package's terms a fit over several shapes caps its predictions at the fastest
+    padded MMA rate they sustained (:class:`Fit`). ``terms`` (indices into :data:`TERMS`) replaces the choice of
+    terms (no cap) and ``robust=False`` fits several shapes by plain least squares too: a benchmark scoring another
+    model."""
     points = [p for cal in cals for p in calibration_features(cal)]
     rows, ys = [r for r, _ in points], [y for _, y in points]
     shapes = {(c.hidden_size, c.moe_intermediate_size, c.num_experts // c.ep, c.top_k) for c in cals}
+    default = terms is None
     if terms is None:
         terms = PATH_TERMS.get(kernel_for(cals[0].variant), FIVE_TERMS) if len(shapes) > 1 else ONE_SHAPE_TERMS
         if len(rows) < len(terms):
             terms = FEW_POINT_TERMS
     solver = robust_nnls if robust and len(shapes) > 1 else nnls  # one shape's points are one kernel's behaviour
-    fitted = Fit(tuple(solver(rows, ys, terms)), 0.0, len(ys))
+    cap = 0.0
+    if default and len(shapes) > 1:  # the fastest sustained MMA rate the shapes reached (see Fit)
+        cap = max((r[6] / y * 1e6 for r, y in zip(rows, ys, strict=True) if r[6] > 0), default=0.0)
+    fitted = Fit(tuple(solver(rows, ys, terms)), 0.0, len(ys), cap)
     err = max(abs(fitted.predict(r) - y) / y for r, y in zip(rows, ys, strict=True))
-    return Fit(fitted.coef, err, len(ys))
+    return Fit(fitted.coef, err, len(ys), cap)

@@ -87,6 +87,34 @@ def test_features_count_each_kind_of_work_once():
     assert all(sm100[i] == 0 for i in (4, 6, 8, 9, *tiles))  # blocks not modelled there: the five terms only
 
 
+def test_fp8_kernel_at_block_m_128_spills_past_384_local_experts():
+    fp8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    stream = TERMS.index(
+        "per MB streamed (expert MB x its M-blocks), FP8 kernel at BLOCK_M 128 with over 384 local experts"
+    )
+    walk = TERMS.index(
+        "per scheduler step at BLOCK_M 128, FP8 kernel (local experts x ceil(local experts / 32), thousands)"
+    )
+    tiles = TERMS.index("per tile, BLOCK_M 128")
+    # Qwen3.5-397B-A17B at T = 4096: 80 tokens per expert, one M-block each; 512 local experts: the streaming term
+    # alone (each expert's 12.6 MB once), no block terms
+    x = features(fp8, 4096, 512, 12_582_912, 10, 4096, 1024, 512)
+    assert x[stream] == pytest.approx(x[3] + x[4]) and x[stream] == pytest.approx(
+        geometry(FP8, 4096, 4096, 1024, 512, 10, 1).m_blocks * 12.582912
+    )
+    assert x[tiles] == x[walk] == x[6] == x[8] == 0
+    # the same shape at EP 2 (256 local experts) and Kimi-K2's 384: the block terms and the spilled walk
+    for args in ((4096, 512, 12_582_912, 10, 4096, 1024, 512, 2), (4096, 384, 44_040_192, 8, 7168, 2048, 384)):
+        x = features(fp8, *args)
+        assert x[stream] == 0 and x[tiles] > 0 and x[2] > 0 and x[walk] == pytest.approx(x[2])
+    # BLOCK_M 64 (T = 2048: 40 tokens per expert): neither
+    x = features(fp8, 2048, 512, 12_582_912, 10, 4096, 1024, 512)
+    assert x[stream] == x[walk] == 0
+    # the FP8xMXFP4 kernel has neither term
+    x = features("deep_gemm_mega_moe:sm90_fp8xfp4", 4096, 512, 6_815_744, 10, 4096, 1024, 512)
+    assert x[stream] == x[walk] == 0
+
+
 def test_nnls_keeps_coefficients_non_negative():
     rows = [(1.0, float(x), -float(x)) for x in range(1, 9)]
     ys = [2.0 + 3.0 * x for x in range(1, 9)]

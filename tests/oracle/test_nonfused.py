@@ -106,7 +106,8 @@ def test_bad_workload(text):
 
 
 def test_stored_calibration_is_the_committed_sweep():
-    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep runs, one per shape,
+    """One source of truth: the H200 EP1 entries are exactly the points of the committed sweep runs, merged in the
+    order they were measured (a later run of a shape replaces the points at the T it measured and adds the rest),
     plus, for the shapes no sweep measured, the entries of the committed ``moe-oracle tune`` file."""
     import json
     import sys
@@ -117,7 +118,7 @@ def test_stored_calibration_is_the_committed_sweep():
     root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "benchmarks"))
     try:
-        from fit_cost_model import calibrations
+        from fit_cost_model import calibrations, merge_points
     finally:
         sys.path.remove(str(root / "benchmarks"))
 
@@ -126,21 +127,48 @@ def test_stored_calibration_is_the_committed_sweep():
 
     stored = {key(c): c for c in load_calibrations()}
     folder = root / "benchmarks/results/h200/2026-12-01"
-    # a shape re-measured later (Qwen3-30B-A3B on 2026-12-02, after the SwiGLU grid fix) replaces its sweep
-    latest = {p.name: p for d in ("2026-12-01", "2026-12-02") for p in (folder.parent / d).glob("fused_vs_nonfused_*")}
-    sweeps = sorted(p for p in latest.values() if p.suffix == ".json")
-    assert len(sweeps) >= 7
-    swept = set()
+    # Qwen3-30B-A3B re-measured on 2026-12-02 (after the SwiGLU grid fix), Kimi-K2 extended to T = 4096 and 8192
+    sweeps = [
+        p for d in ("2026-12-01", "2026-12-02") for p in sorted((folder.parent / d).glob("fused_vs_nonfused_*.json"))
+    ]
+    assert len(sweeps) >= 10
+    merged, last = {}, {}
     for path in sweeps:
         for cal in calibrations(json.loads(path.read_text()), path.name):
-            assert stored[key(cal)].points == cal.points, (path.name, cal.variant)
-            assert path.parent.name in stored[key(cal)].source, (path, stored[key(cal)].source)
-            swept.add(key(cal)[3:])
+            merged[key(cal)] = merge_points(merged[key(cal)], cal) if key(cal) in merged else cal
+            last[key(cal)] = path
+    for k, cal in merged.items():
+        assert stored[k].points == cal.points, k
+        assert f"{last[k].parent.name}/{last[k].name}" in stored[k].source, (last[k], stored[k].source)
+    swept = {k[3:] for k in merged}
+    assert len(swept) == 8  # the seven shapes of 2026-12-01 and Qwen3.5-397B-A17B
     tuned = [c for c in local.read(folder / "tune_calibration_h200.json").entries if key(c)[3:] not in swept]
     assert len({key(c)[3:] for c in tuned}) == 5  # ERNIE-4.5, Hunyuan, Qwen2-57B, Laguna-XS.2, MiMo-V2-Flash shapes
     for cal in tuned:
         assert stored[key(cal)].points == cal.points and "tune_calibration_h200.json" in stored[key(cal)].source
-    assert sum(c.device == "h200" and c.ep == 1 for c in stored.values()) == 4 * len(sweeps) + len(tuned)
+    assert sum(c.device == "h200" and c.ep == 1 for c in stored.values()) == 4 * len(swept) + len(tuned)
+
+
+def test_a_later_sweep_replaces_its_points_and_keeps_the_others():
+    import dataclasses
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "benchmarks"))
+    try:
+        from fit_cost_model import merge_points
+    finally:
+        sys.path.remove(str(root / "benchmarks"))
+    first = next(c for c in load_calibrations() if c.device == "h200" and len(c.points) >= 3)
+    early = dataclasses.replace(first, points=((1, 8.0, 10.0), (8, 50.0, 20.0)), source="a.json (x)")
+    again = dataclasses.replace(first, points=((1, 8.0, 11.0), (8, 50.0, 21.0)), source="b.json (x)")
+    assert merge_points(early, again) == again  # a re-measurement of the same T: the later run alone
+    more = dataclasses.replace(first, points=((8, 50.0, 22.0), (4096, 128.0, 900.0)), source="c.json (x)")
+    got = merge_points(early, more)
+    assert (
+        got.points == ((1, 8.0, 10.0), (8, 50.0, 22.0), (4096, 128.0, 900.0)) and got.source == "a.json (x); c.json (x)"
+    )
 
 
 def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
