@@ -16,6 +16,7 @@ for the previous model (the five terms ``calibration.FIVE_TERMS``, plain least s
 the same shapes. Runs on a CPU::
 
     python benchmarks/cost_model_loso.py [FOLDER ...]   (default: results/h200/2026-12-01, then 2026-12-02)
+    python benchmarks/cost_model_loso.py --rates [FOLDER ...]   (the FP8 kernel's streaming rate at BLOCK_M 128)
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from fit_cost_model import calibrations, merge_points
 
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
+from moe_oracle.cost.geometry import Kernel, Regime, geometry
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200"
 #: the sweeps of 2026-12-01 and the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix)
@@ -139,8 +141,29 @@ def totals(label: str, r: dict[Shape, ShapeScore]) -> str:
     )
 
 
+def rates(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
+    """The SM90 FP8 kernel at BLOCK_M 128: per measured point, the expert weight bytes streamed (each expert's
+    weights once per M-block) over the call's time, in TB/s (docs/performance.md §13.1)."""
+    fp8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    print("| shape | local experts | T | M-blocks | streamed GB | us | TB/s |\n|---|---|---|---|---|---|---|")
+    for s in sorted(by, key=lambda s: (s[2], names[s])):
+        hidden, inter, experts, top_k = s
+        for cal in by[s].get(fp8, []):
+            for t, _, us in cal.points:
+                g = geometry(Kernel.SM90_FP8, t, hidden, inter, experts, top_k, cal.ep)
+                if g.regime is Regime.LARGE_M:
+                    gb = g.m_blocks * cal.expert_bytes / 1e9
+                    row = f"{names[s]} | {experts // cal.ep} | {t} | {g.m_blocks:.0f} | {gb:.1f} | {us:.0f}"
+                    print(f"| {row} | {gb / us * 1e3:.2f} |")
+
+
 def main() -> None:
-    by, names, fresh = load([Path(a) for a in sys.argv[1:]] or DEFAULT)
+    args = sys.argv[1:]
+    if args[:1] == ["--rates"]:
+        by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
+        rates(by, names)
+        return
+    by, names, fresh = load([Path(a) for a in args] or DEFAULT)
     print(f"{len(by)} shapes ({len(fresh)} from families measured fresh: {', '.join(sorted(names[s] for s in fresh))})")
     now, before = score(by, None), score(by, FIVE_TERMS, robust=False)
     print("\nleave-one-shape-out, package model (calibration.PATH_TERMS), per shape; regret for an FP8 checkpoint")

@@ -7,6 +7,12 @@ the two non-fused layouts, with the regime and blocks the kernel's heuristics pi
 is measured, it is the held-out test of a term fit on other shapes. Runs on a CPU::
 
     python benchmarks/cost_model_predict.py qwen3.5-397b-a17b --tokens 1,8,64,512,4096,8192 [--json FILE]
+
+``--against PREDICTED SWEEP...`` prints instead, from a ``--json`` file written before and the sweeps
+(``fused_vs_nonfused.py --json``) measured after, predicted / measured per T and path with the clock:
+
+    python benchmarks/cost_model_predict.py --against results/h200/2026-12-02/cost_model_predict_before_measuring.json \
+        results/h200/2026-12-02/fused_vs_nonfused_qwen3.5-397b-a17b.json
 """
 
 from __future__ import annotations
@@ -28,12 +34,50 @@ MXFP4 = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
 FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
 
 
+#: the sweep's path names, as the package keys them
+SWEEP_KEYS = {
+    "fused_fp8": "deep_gemm_mega_moe:sm90_fp8xfp8",
+    "fused_fp4": "deep_gemm_mega_moe:sm90_fp8xfp4",
+    "nonfused_psum": "nonfused:deepgemm_fp8_psum",
+    "nonfused_m_indices": "nonfused:deepgemm_fp8_m_indices",
+}
+
+
+def against(predicted: Path, sweeps: list[Path]) -> None:
+    """Predicted / measured us (error) per T and path, one table per sweep (its shape's rows of ``predicted``)."""
+    pred = json.loads(predicted.read_text())
+    for path in sweeps:
+        run = json.loads(path.read_text())
+        model = run["model"].split(" (")[0]
+        entry = next((e for e in pred.values() if e["model"] == model), None)
+        if entry is None:
+            raise SystemExit(f"{predicted}: no prediction for {model} (the shape of {path})")
+        p = {(r["path"], r["T"]): r["us"] for r in entry["rows"]}
+        print(f"\n{model} ({path.name}):\n\n| T | {' | '.join(SHORT[k] for k in SWEEP_KEYS.values())} | SM clock MHz |")
+        print("|---" * (len(SWEEP_KEYS) + 2) + "|")
+        for row in run["rows"]:
+            cells = []
+            for name, key in SWEEP_KEYS.items():
+                got, want = row.get(name, {}).get("us"), p.get((key, row["T"]))
+                cells.append(f"{want:.0f} / {got:.0f} ({want / got - 1:+.0%})" if got and want else "-")
+            clock = row["condition"]["sm_clock_mhz"]
+            print(f"| {row['T']} | " + " | ".join(cells) + f" | {min(clock):.0f}-{max(clock):.0f} |")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("shapes", help="names in benchmarks/_shapes.py, commas")
+    ap.add_argument("shapes", nargs="?", default="", help="names in benchmarks/_shapes.py, commas")
     ap.add_argument("--tokens", default="1,8,64,512,1024,2048,4096,8192")
     ap.add_argument("--json", default="", help="write the predictions here")
+    ap.add_argument("--against", nargs="+", type=Path, metavar="FILE", help="a --json file, then the sweeps measured")
     args = ap.parse_args()
+    if args.against:
+        if len(args.against) < 2:
+            ap.error("--against PREDICTED SWEEP [SWEEP ...]: the predictions, then at least one sweep")
+        against(args.against[0], args.against[1:])
+        return
+    if not args.shapes:
+        ap.error("name the shapes (benchmarks/_shapes.py), or give --against")
     unknown = [n for n in args.shapes.split(",") if n not in SHAPES]
     if unknown:
         ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")

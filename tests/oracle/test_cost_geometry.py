@@ -141,6 +141,25 @@ def test_loso_table_is_the_committed_result_and_the_docs_quote_it():
     assert all(line in docs for line in saved.splitlines() if line.startswith(("|", "package model", "previous")))
 
 
+def test_predicted_before_measured_and_the_rates_are_the_committed_results():
+    bench, res = ROOT / "benchmarks", "benchmarks/results/h200/2026-12-02"
+    run = [
+        sys.executable,
+        str(bench / "cost_model_predict.py"),
+        "--against",
+        f"{res}/cost_model_predict_before_measuring.json",
+    ]
+    sweeps = [f"{res}/fused_vs_nonfused_qwen3.5-397b-a17b.json", f"{res}/fused_vs_nonfused_kimi-k2_large_t.json"]
+    out = subprocess.run([*run, *sweeps], capture_output=True, text=True, check=True, cwd=ROOT).stdout
+    assert out == (ROOT / res / "cost_model_predict_vs_measured.txt").read_text()
+    rates = subprocess.run(
+        [sys.executable, str(bench / "cost_model_loso.py"), "--rates"], capture_output=True, text=True, check=True
+    ).stdout
+    assert rates == (ROOT / res / "fp8_block_m_128_rates.txt").read_text()
+    spilled = [line for line in rates.splitlines() if line.startswith("| Qwen/Qwen3") and "| 512 |" in line]
+    assert len(spilled) == 4 and all(float(line.split("|")[-2]) < 1.1 for line in spilled)  # 512 local experts
+
+
 RESULTS = ROOT / "benchmarks/results/h200/2026-12-02"
 MEGA = re.compile(
     r"MegaMoESM90(FP4)?Config\(num_ranks=(\d+), num_experts=(\d+), hidden=(\d+), intermediate_hidden=(\d+), "
