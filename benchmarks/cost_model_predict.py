@@ -27,12 +27,7 @@ from cost_model_loso import DEFAULT, SHORT, load
 from moe_oracle.cost.active_experts import expected_active_experts
 from moe_oracle.cost.calibration import features, fit_pooled
 from moe_oracle.cost.geometry import geometry, kernel_for
-from moe_oracle.model.types import QuantSpec
-
-#: the stored formats each path computes on (the sweeps' MXFP4 masters, converted to FP8 block-128 for the others)
-MXFP4 = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
-FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
-
+from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, MXFP4
 
 #: the sweep's path names, as the package keys them
 SWEEP_KEYS = {
@@ -99,7 +94,9 @@ def main() -> None:
                 continue
             f = fit_pooled(others)
             kernel = kernel_for(path)
-            expert_bytes = group(name, MXFP4 if path.endswith("fp8xfp4") else FP8).expert_weight_bytes()
+            # the stored format the path computes on: the sweeps' MXFP4 masters, converted to FP8 for the others
+            stored = MXFP4 if path.endswith("fp8xfp4") else FP8_BLOCK_FP32
+            expert_bytes = group(name, stored).expert_weight_bytes()
             for t in tokens:
                 active = expected_active_experts(s.experts, s.top_k, t, 1)
                 x = features(path, t, active, expert_bytes, s.top_k, s.hidden, s.inter, s.experts, 1)

@@ -71,10 +71,13 @@ def shape_of(cal: Calibration) -> tuple[int, int, int, int]:
     return (cal.hidden_size, cal.moe_intermediate_size, cal.num_experts, cal.top_k)
 
 
+def slot(cal: Calibration) -> tuple:
+    """What one calibration entry measures: its variant, device, EP and shape."""
+    return (cal.variant, cal.device, cal.ep, shape_of(cal))
+
+
 def same_slot(a: dict, cal: Calibration) -> bool:
-    s = a["shape"]
-    mine = (s["hidden_size"], s["moe_intermediate_size"], s["num_experts"], s["top_k"])
-    return (a["variant"], a["device"], a["ep"], mine) == (cal.variant, cal.device, cal.ep, shape_of(cal))
+    return slot(Calibration.from_entry(a)) == slot(cal)
 
 
 def tuned(path: Path, known: set[tuple[int, int, int, int]]) -> list[Calibration]:
@@ -109,7 +112,7 @@ def main() -> None:
             decode = f"{d.fixed_us:15.1f} {d.us_per_expert:9.2f} {d.max_rel_error:7.1%}" if d else f"{'-':>33}"
             print(f"{cal.variant:34} {decode}   {f.fixed_us:12.1f} {f.max_rel_error:7.1%}")
         for cal in cals:  # a later file of the same slot (an extension to further T) merges into the earlier
-            i = next((i for i, w in enumerate(written) if same_slot(w.to_entry(), cal)), None)
+            i = next((i for i, w in enumerate(written) if slot(w) == slot(cal)), None)
             if i is None:
                 written.append(cal)
             else:

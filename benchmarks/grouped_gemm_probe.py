@@ -24,12 +24,10 @@ from _shapes import CALIBRATED, group
 from _timing import Condition, time_interleaved
 from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
-from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, route
 from moe_oracle.runtime.accuracy import random_masters
+from moe_oracle.runtime.quantize import FP8_BLOCK_FP32 as FP8
 from moe_oracle.runtime.quantize import quantize_experts
-
-FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
 
 
 def probe(name: str, tokens: list[int], rounds: int, fused: bool) -> list[dict]:

@@ -21,14 +21,13 @@ os.environ.setdefault("DG_PRINT_CONFIGS", "1")
 import torch
 from _shapes import CALIBRATED, group
 
-from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, build_layer, route
 from moe_oracle.runtime.accuracy import random_masters
-from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, MXFP4, quantize_experts
 
 QUANTS = {
-    "sm90_fp8xfp8": QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32"),
-    "sm90_fp8xfp4": QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0"),
+    "sm90_fp8xfp8": FP8_BLOCK_FP32,
+    "sm90_fp8xfp4": MXFP4,
 }
 
 

@@ -65,15 +65,13 @@ from _timing import Condition, time_interleaved
 
 from moe_oracle.kernels.router_triton import route_and_stage, route_topk
 from moe_oracle.model.resolve import resolve_model
-from moe_oracle.model.types import QuantSpec
 from moe_oracle.runtime import LayerConfig, RoutingPath, build_layer, calc_diff, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.paired import paired_difference
-from moe_oracle.runtime.quantize import quantize_experts
+from moe_oracle.runtime.quantize import FP8_BLOCK_FP32 as FP8
+from moe_oracle.runtime.quantize import MXFP4, quantize_experts
 from moe_oracle.runtime.vendor import resolve_attr
 
-MXFP4 = QuantSpec(format="mxfp4", block=(1, 32), scale_format="ue8m0")
-FP8 = QuantSpec(format="fp8_block", block=(128, 128), scale_format="fp32")
 VARIANTS = {"sm90_fp8xfp4": MXFP4, "sm90_fp8xfp8": FP8}
 MODELS = ("deepseek-ai/DeepSeek-V4-Flash", "zai-org/GLM-5-FP8")
 PATHS = ("ours", "dg", "dg_T", "dg_torch", "unfused", "kernel", "gemm_ours", "gemm_dg")
