@@ -59,12 +59,14 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
 
 def merge_points(earlier: Calibration, later: Calibration) -> Calibration:
     """``later`` with ``earlier``'s points at the T it did not measure: a re-measurement replaces a slot's points
-    at its T, an extension to further T keeps the rest (sources joined)."""
+    at its T, an extension to further T keeps the rest (sources joined, each once: merging the same run again
+    changes nothing)."""
     mine = {t for t, _, _ in later.points}
     points = tuple(sorted((*later.points, *(p for p in earlier.points if p[0] not in mine)), key=lambda p: p[0]))
     if len(points) == len(later.points):
         return later
-    return dataclasses.replace(later, points=points, source=f"{earlier.source}; {later.source}")
+    source = earlier.source if later.source in earlier.source else f"{earlier.source}; {later.source}"
+    return dataclasses.replace(later, points=points, source=source)
 
 
 def shape_of(cal: Calibration) -> tuple[int, int, int, int]:

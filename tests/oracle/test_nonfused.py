@@ -169,6 +169,7 @@ def test_a_later_sweep_replaces_its_points_and_keeps_the_others():
     assert (
         got.points == ((1, 8.0, 10.0), (8, 50.0, 22.0), (4096, 128.0, 900.0)) and got.source == "a.json (x); c.json (x)"
     )
+    assert merge_points(got, more) == got  # the same run merged again (fit_cost_model.py --write re-run): unchanged
 
 
 def test_decode_is_a_fixed_cost_plus_a_cost_per_active_expert():
