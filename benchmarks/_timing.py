@@ -2,8 +2,10 @@
 
 from moe_oracle.runtime.timing import (  # noqa: F401
     Condition,
+    SteadyTiming,
     Timing,
     copy_bandwidth,
     time_interleaved,
+    time_steady,
     time_us,
 )

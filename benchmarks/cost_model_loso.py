@@ -13,7 +13,8 @@ its paths and token counts (with the path and T), the median, and the worst regr
 predictions rank first against the best measured path (chosen / best - 1), for an FP8 checkpoint (fused FP8 and
 the two non-fused layouts; a cell is a (shape, T) where at least two of them were measured). Then the same totals
 for the previous model (the five terms ``calibration.FIVE_TERMS``, plain least squares), scored the same way on
-the same shapes. Runs on a CPU::
+the same shapes, and the package model's left-out points per path (count, worst and median error, how many are off
+by more than 10%). Runs on a CPU::
 
     python benchmarks/cost_model_loso.py [FOLDER ...]   (default: results/h200/2026-12-01, then 2026-12-02)
     python benchmarks/cost_model_loso.py --rates [FOLDER ...]   (the FP8 kernel's streaming rate at BLOCK_M 128)
@@ -107,11 +108,9 @@ def predict(by: dict[Shape, dict[str, list[Calibration]]], terms: tuple[int, ...
     )
 
 
-def score(
-    by: dict[Shape, dict[str, list[Calibration]]], terms: tuple[int, ...] | None, robust: bool = True
-) -> dict[Shape, ShapeScore]:
-    pm, mm = predict(by, terms, robust)
-    out = {}
+def score(by: dict[Shape, dict[str, list[Calibration]]], pm: dict[Cell, float], mm: dict[Cell, float]):
+    """Per shape: the errors and the regret of the predictions ``pm`` against the measurements ``mm``."""
+    out: dict[Shape, ShapeScore] = {}
     for s in by:
         errs = sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[0] == s)
         worst = (0.0, 0)
@@ -141,6 +140,19 @@ def totals(label: str, r: dict[Shape, ShapeScore]) -> str:
     )
 
 
+def per_path(pm: dict[Cell, float], mm: dict[Cell, float], names: dict[Shape, str]) -> None:
+    """Per path, over every shape's left-out points: their count, the worst error (shape, T), the median, and how
+    many are off by more than 10%."""
+    print("| path | points | max error (shape, T) | median error | points over 10% |\n|---|---|---|---|---|")
+    for path in sorted({k[1] for k in pm}, key=lambda p: SHORT.get(p, p)):
+        errs = sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[1] == path)
+        top, (shape, _, tokens) = errs[-1]
+        med = statistics.median(e for e, _ in errs)
+        over = sum(e > 0.10 for e, _ in errs)
+        name = SHORT.get(path, path)
+        print(f"| {name} | {len(errs)} | {top:.1%} ({names[shape]}, T {tokens}) | {med:.1%} | {over} |")
+
+
 def rates(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
     """The SM90 FP8 kernel at BLOCK_M 128: per measured point, the expert weight bytes streamed (each expert's
     weights once per M-block) over the call's time, in TB/s (docs/performance.md §13.1)."""
@@ -165,7 +177,8 @@ def main() -> None:
         return
     by, names, fresh = load([Path(a) for a in args] or DEFAULT)
     print(f"{len(by)} shapes ({len(fresh)} from families measured fresh: {', '.join(sorted(names[s] for s in fresh))})")
-    now, before = score(by, None), score(by, FIVE_TERMS, robust=False)
+    pm, mm = predict(by, None)
+    now, before = score(by, pm, mm), score(by, *predict(by, FIVE_TERMS, robust=False))
     print("\nleave-one-shape-out, package model (calibration.PATH_TERMS), per shape; regret for an FP8 checkpoint")
     print(
         "| shape | H / I / E / top-k | max error (path, T) | median error | worst regret (T) "
@@ -182,6 +195,8 @@ def main() -> None:
         )
     print(totals("package model (PATH_TERMS)", now))
     print(totals("previous model (five terms, least squares)", before))
+    print("\nthe package model's left-out points, per path")
+    per_path(pm, mm, names)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,11 @@ One run, every path through moe-oracle's interface, all computing the same model
   separated in one run (``--json`` is then a directory, one file per model); each model's layers are
   closed before the next is built, and the device memory left allocated after each is printed.
 
+``--steady [SECONDS]`` also times each path alone, after SECONDS (default 0.5) of its own replays, with the SM clock
+and instant board power read after every timed replay (``_timing.time_steady``): what one path costs where a server
+runs only it, at the clock its own power draw sets (stored per path as ``steady`` in ``--json``, with the warm-up).
+``--steady-reversed`` times the paths alone in the reverse order (a check that the order does not set the result).
+
 ``--json FILE`` writes every measurement (the input of ``benchmarks/fit_cost_model.py`` and
 ``benchmarks/oracle_regret.py``). Run on an H200 with a DeepGEMM build that has the SM90 kernels:
 
@@ -42,7 +47,7 @@ import time
 
 import torch
 from _shapes import model as shape_model
-from _timing import Condition, copy_bandwidth, time_interleaved
+from _timing import Condition, copy_bandwidth, time_interleaved, time_steady
 from moe_oracle_backends.cuda_sm90.nonfused.layer import GroupedGemmMoE
 
 from moe_oracle.decide.advisories import load_advisories
@@ -135,8 +140,21 @@ def build_paths(g, experts, conversion, max_tokens: int) -> tuple[dict, dict]:
     return layers, info
 
 
-def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row=None) -> list[dict]:
-    """One row per T (printed, and passed to ``on_row`` with the rows so far: a run cut short keeps them)."""
+def sweep(
+    g,
+    experts,
+    layers,
+    tokens,
+    info: dict,
+    bw: float,
+    peak: float,
+    on_row=None,
+    steady: float = 0.0,
+    steady_reversed: bool = False,
+) -> list[dict]:
+    """One row per T (printed, and passed to ``on_row`` with the rows so far: a run cut short keeps them); with
+    ``steady`` > 0 each path is also timed alone after ``steady`` seconds of its own replays
+    (``_timing.time_steady``), in reverse path order with ``steady_reversed``."""
     gen = torch.Generator(device="cuda").manual_seed(1)
     e_fp8, e_fp4 = info["fp8_bytes"] / g.num_experts, info["mxfp4_bytes"] / g.num_experts  # bytes per expert
     paths = [p for p in PATHS if p in layers]
@@ -166,6 +184,13 @@ def sweep(g, experts, layers, tokens, info: dict, bw: float, peak: float, on_row
         for p, tm in time_interleaved(fns, condition=cond).items():
             row[p].update(us=tm.us, round_min_us=tm.round_min_us, round_max_us=tm.round_max_us)
         row["condition"] = cond.to_json()
+        if steady > 0:
+            order = list(reversed(fns)) if steady_reversed else list(fns)
+            for p, st in time_steady({p: fns[p] for p in order}, warm_s=steady).items():
+                row[p]["steady"] = {**st.to_json(), "warm_s": steady, "order": order.index(p)}
+                clk = f"{min(st.clocks_mhz):.0f}-{max(st.clocks_mhz):.0f} MHz" if st.clocks_mhz else "clock not read"
+                pw = f", {min(st.power_w):.0f}-{max(st.power_w):.0f} W" if st.power_w else ""
+                print(f"      steady {p}: {st.us:9.1f} us ({st.us / row[p]['us']:.3f} x interleaved), {clk}{pw}")
         best_nf = min(row["nonfused_psum"]["us"], row["nonfused_m_indices"]["us"])
         hbm8, hbm4 = active * e_fp8 / bw * 1e6, active * e_fp4 / bw * 1e6
         flop_floor = 2 * t * g.top_k * 3 * g.hidden_size * g.moe_intermediate_size / peak * 1e6
@@ -248,7 +273,18 @@ def run_model(name: str, args, tokens, bw: float, peak: float, device: str, out:
             json.dump(doc, f, indent=1)
 
     try:
-        sweep(g, experts, layers, tokens, info, bw, peak, on_row=save if out else None)
+        sweep(
+            g,
+            experts,
+            layers,
+            tokens,
+            info,
+            bw,
+            peak,
+            on_row=save if out else None,
+            steady=args.steady,
+            steady_reversed=args.steady_reversed,
+        )
     finally:
         for layer in layers.values():
             inner = getattr(layer, "inner", layer)
@@ -269,6 +305,16 @@ def main() -> None:
     ap.add_argument("--tokens", default=",".join(map(str, TOKENS)))
     ap.add_argument("--deployment", default="h200:8x8", help="device:DPxEP the oracle decides for")
     ap.add_argument("--json", default=None, help="write the measurements to this file (a directory for several)")
+    ap.add_argument(
+        "--steady",
+        type=float,
+        nargs="?",
+        const=0.5,
+        default=0.0,
+        metavar="SECONDS",
+        help="also time each path alone after SECONDS (default 0.5) of its own replays (clock, instant power)",
+    )
+    ap.add_argument("--steady-reversed", action="store_true", help="time the paths alone in the reverse order")
     args = ap.parse_args()
     tokens = tuple(int(t) for t in args.tokens.split(","))
     bw = copy_bandwidth()

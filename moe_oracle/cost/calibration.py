@@ -11,7 +11,9 @@ call does on one rank, counted in the blocks the kernel's own heuristics pick (:
   one about 45);
 - the active experts' weight MB streamed once, and again for every further M-block of an expert (what L2 does
   not catch); the MMA work of the M-blocks as padded to BLOCK_M (large T with few experts: 64 experts at
-  T = 4096 run 4.5 blocks of 128 for 512 tokens); token-pair activations (FP8 in, BF16 out);
+  T = 4096 run 4.5 blocks of 128 for 512 tokens), except the FP8xMXFP4 kernel's swapAB blocks, which run an MMA
+  only as wide as their tokens (8 to 64 rows, ``geometry.FP4_SWAP_L1_WIDTHS``); token-pair activations (FP8 in,
+  BF16 out);
 - the weight MB of the busiest SM (tiles are dealt in whole rounds over the 132 SMs: at T = 1 with H 8192
   the 448 L1 tiles of 8 experts take 4 rounds of 1 MB); the expert waves run one after the other (1 to 4
   tokens per expert); a cost per tile of each block configuration (swapAB, BLOCK_M 64, BLOCK_M 128: pipeline
@@ -105,7 +107,7 @@ TERMS = (
     "per active-expert MB",
     "per re-read expert MB (further M-blocks)",
     "per TFLOP",
-    "per padded TFLOP (M-blocks x BLOCK_M)",
+    "per padded TFLOP (the rows the MMAs run: M-blocks x BLOCK_M; FP8xMXFP4 swapAB blocks as wide as their tokens)",
     "per token-pair MB",
     "per MB of the busiest SM",
     "per MB of one tile column (BLOCK_N x (H + I)) per further expert wave",
@@ -199,7 +201,7 @@ def features(
     if kernel is not None:
         g = geometry(kernel, tokens, hidden, inter, num_experts, top_k, ep)
         x[4] = max(0.0, g.m_blocks - active) * expert_bytes / 1e6
-        x[6] = g.m_blocks * g.block_m * 6.0 * hidden * inter / 1e12
+        x[6] = (g.mma_rows_l1 * 4.0 + g.mma_rows_l2 * 2.0) * hidden * inter / 1e12  # both GEMMs, as padded
         x[8] = g.critical_mb
         x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
         x[_TILE_TERM[g.regime]] = g.tiles

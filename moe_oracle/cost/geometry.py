@@ -13,6 +13,11 @@ with is read from DeepGEMM PR #323 (8ddf7f96), ``csrc/jit_kernels/heuristics/sm9
 - ``get_num_experts_per_wave_for_mega_moe_sm90``: every local expert in one wave unless 1 to 4 tokens per expert
   are expected, then the smallest wave whose L1 blocks fill twice the SMs, searched for the fullest last wave
   (``get_num_experts_per_wave_for_mega_moe``, ``csrc/jit_kernels/heuristics/mega_moe.hpp``);
+- the FP8xMXFP4 kernel's swapAB blocks (``deep_gemm/include/deep_gemm/impls/sm90_fp8_fp4_mega_moe.cuh``,
+  ``run_swap_ab_l1`` / ``run_swap_ab_l2``) run an MMA as wide as the block's tokens rounded up to 8 and then to
+  the next instantiated width: 8, 16, (24), 64 in the first GEMM and 8, 16, (24), 32, 64 in the second (24 only
+  for I <= 2048 with 16 experts per wave, ``kSwapABFlashN24Dispatch``), so an expert with 17 tokens runs the
+  first GEMM 64 wide, not 24 (:data:`FP4_SWAP_L1_WIDTHS`);
 - the scheduler (``deep_gemm/include/deep_gemm/scheduler/mega_moe.cuh``) deals each wave's L1 tiles, then its L2
   tiles, round robin over the SMs, and every SM walks every local expert of the wave to find its tiles (a lookup
   over ``ceil(E_local / 32)`` registers per expert).
@@ -43,6 +48,13 @@ SWAP_AB_MAX_TOKENS = 128
 FP4_SWAP_AB_MAX_TOKENS_PER_EXPERT = 24.0
 #: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
 GROUPED_BLOCK_M = 128
+
+
+#: the MMA widths (token rows) the SM90 FP8xMXFP4 kernel instantiates for a swapAB block, first and second GEMM,
+#: without and with ``kSwapABFlashN24Dispatch`` (I <= 2048, 16 experts per wave); a block of ``v`` tokens runs the
+#: smallest width >= ``v`` rounded up to 8
+FP4_SWAP_L1_WIDTHS = ((8, 16, 64), (8, 16, 24, 64))
+FP4_SWAP_L2_WIDTHS = ((8, 16, 32, 64), (8, 16, 24, 32, 64))
 
 
 class Kernel(Enum):
@@ -76,7 +88,9 @@ class Geometry:
     visits (the m_indices layout: every launched block, padding included); ``critical_mb``: weight MB the busiest
     SM streams (whole rounds of tiles over the SMs, per GEMM); ``expert_waves``: rounds of experts the scheduler
     runs one after the other (1: all at once). ``block_n``: of the first GEMM (L1 / W13); ``block_n_l2`` of the
-    second (the fused kernels use one BLOCK_N for both)."""
+    second (the fused kernels use one BLOCK_N for both). ``mma_rows_l1`` / ``mma_rows_l2``: expected token rows the
+    MMAs of each GEMM compute, padding included, summed over the M-blocks (``m_blocks * block_m`` except in the
+    FP8xMXFP4 kernel's swapAB blocks, which run as wide as their tokens need: :data:`FP4_SWAP_L1_WIDTHS`)."""
 
     kernel: Kernel
     regime: Regime
@@ -88,18 +102,35 @@ class Geometry:
     critical_mb: float
     expert_waves: int
     block_n_l2: int = 0
+    mma_rows_l1: float = 0.0
+    mma_rows_l2: float = 0.0
+
+
+def swap_rows(tokens: int, block_m: int, widths: tuple[int, ...]) -> int:
+    """Token rows the MMAs of one expert's ``tokens`` compute in swapAB blocks of ``block_m``: each block runs the
+    smallest of ``widths`` that holds its tokens rounded up to 8 (``block_m`` if none does)."""
+    full, rest = divmod(tokens, block_m)
+    last = 0
+    if rest:
+        need = -(-rest // 8) * 8
+        last = next((w for w in widths if w >= need), block_m)
+    return full * block_m + last
 
 
 @lru_cache(maxsize=4096)
-def expected_m_blocks(
-    experts_per_rank: int, num_experts: int, top_k: int, tokens: float, ep: int, block_m: int
+def _expected_per_expert(
+    num_experts: int, top_k: int, tokens: float, ep: int, block_m: int, widths: tuple[int, ...] | None
 ) -> float:
-    """Expected sum over one rank's experts of ``ceil(n_e / block_m)`` when ``tokens * ep`` tokens each pick
-    ``top_k`` of ``num_experts`` experts uniformly: ``n_e`` is Binomial(``tokens * ep``, ``top_k / num_experts``)."""
+    """E[f(n_e)] for one expert, ``n_e`` ~ Binomial(``tokens * ep``, ``top_k / num_experts``): f is
+    ``ceil(n / block_m)`` (``widths`` None) or :func:`swap_rows` over ``widths``."""
     n = max(1, round(tokens * ep))
     p = min(1.0, top_k / num_experts)
+
+    def f(x: int) -> float:
+        return math.ceil(x / block_m) if widths is None else swap_rows(x, block_m, widths)
+
     if p >= 1.0:
-        return experts_per_rank * math.ceil(n / block_m)
+        return f(n)
     mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
     lo, hi = max(1, int(mean - 10 * sd)), min(n, int(mean + 10 * sd) + 2)
     base = math.lgamma(n + 1)
@@ -107,8 +138,24 @@ def expected_m_blocks(
     total = 0.0
     for x in range(lo, hi + 1):
         log_pmf = base - math.lgamma(x + 1) - math.lgamma(n - x + 1) + x * lp + (n - x) * lq
-        total += math.exp(log_pmf) * math.ceil(x / block_m)
-    return experts_per_rank * total
+        total += math.exp(log_pmf) * f(x)
+    return total
+
+
+def expected_m_blocks(
+    experts_per_rank: int, num_experts: int, top_k: int, tokens: float, ep: int, block_m: int
+) -> float:
+    """Expected sum over one rank's experts of ``ceil(n_e / block_m)`` when ``tokens * ep`` tokens each pick
+    ``top_k`` of ``num_experts`` experts uniformly: ``n_e`` is Binomial(``tokens * ep``, ``top_k / num_experts``)."""
+    return experts_per_rank * _expected_per_expert(num_experts, top_k, tokens, ep, block_m, None)
+
+
+def expected_swap_rows(
+    experts_per_rank: int, num_experts: int, top_k: int, tokens: float, ep: int, block_m: int, widths: tuple[int, ...]
+) -> float:
+    """Expected token rows the swapAB MMAs compute, summed over one rank's experts (:func:`swap_rows`), under the
+    same uniform routing as :func:`expected_m_blocks`."""
+    return experts_per_rank * _expected_per_expert(num_experts, top_k, tokens, ep, block_m, widths)
 
 
 #: ``get_num_experts_per_wave_for_mega_moe_sm90_fp4``'s first-match rules for BLOCK_M 64 x BLOCK_N 128:
@@ -222,6 +269,12 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     rounds_l1 = waves * math.ceil(m_blocks / waves * l1_n / SM90_SMS)
     rounds_l2 = waves * math.ceil(m_blocks / waves * l2_n / SM90_SMS)
     critical = (rounds_l1 * block_n * hidden + rounds_l2 * block_n_l2 * inter) / 1e6
+    rows_l1 = rows_l2 = m_blocks * block_m
+    if kernel is Kernel.SM90_FP4 and regime is Regime.SWAP_AB:
+        n24 = int(inter <= 2048 and wave == 16)  # kSwapABFlashN24Dispatch
+        args = (local, num_experts, top_k, tokens, max(ep, 1), block_m)
+        rows_l1 = expected_swap_rows(*args, FP4_SWAP_L1_WIDTHS[n24])
+        rows_l2 = expected_swap_rows(*args, FP4_SWAP_L2_WIDTHS[n24])
     return Geometry(
         kernel=kernel,
         regime=regime,
@@ -233,4 +286,6 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         critical_mb=critical,
         expert_waves=waves,
         block_n_l2=block_n_l2,
+        mma_rows_l1=rows_l1,
+        mma_rows_l2=rows_l2,
     )

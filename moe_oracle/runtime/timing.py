@@ -15,11 +15,17 @@ two paths) and their spread, and the SM clock and board power NVML read after ev
 numbers were taken under). With ``sweep=True`` a round is ``reps_per_round`` sweeps over the paths, each path
 replayed once per sweep (the order rotating by round), so the paths compared ran adjacently, replay by replay,
 instead of one path's block of replays after another's.
+
+``time_steady`` is what ONE path costs when it runs alone, as a server runs it: each path in turn is replayed
+for ``warm_s`` seconds (the clock settles where that path's own power draw puts it), then timed replay by replay
+with the SM clock and the instant board power read after each. Interleaved, a path that draws little power runs
+at the clock its neighbours' draw left; steady, at its own.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -119,14 +125,16 @@ class Condition:
     clocks_mhz: list[float] = field(default_factory=list)
     power_w: list[float] = field(default_factory=list)
 
-    def sample(self) -> None:
+    def sample(self, instant: bool = False) -> None:
+        """Read the SM clock and the board power: NVML's averaged power, or with ``instant`` its instant reading
+        (``NVML_FI_DEV_POWER_INSTANT``) where the driver has it."""
         handle = _nvml()
         if handle is None:
             return
         import pynvml
 
         self.clocks_mhz.append(float(pynvml.nvmlDeviceGetClockInfo(handle, pynvml.NVML_CLOCK_SM)))
-        self.power_w.append(pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
+        self.power_w.append(_instant_power_w(handle) if instant else pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0)
 
     def text(self) -> str:
         if not self.clocks_mhz:
@@ -141,6 +149,21 @@ class Condition:
 
 
 _NVML: list = []
+
+
+def _instant_power_w(handle) -> float:
+    """Instant board power (W), NVML's averaged reading where the driver has no instant field."""
+    import pynvml
+
+    field_id = getattr(pynvml, "NVML_FI_DEV_POWER_INSTANT", None)
+    if field_id is not None:
+        try:
+            (value,) = pynvml.nvmlDeviceGetFieldValues(handle, [field_id])
+            if value.nvmlReturn == pynvml.NVML_SUCCESS:
+                return value.value.uiVal / 1000.0
+        except pynvml.NVMLError:
+            pass
+    return pynvml.nvmlDeviceGetPowerUsage(handle) / 1000.0
 
 
 def _nvml():
@@ -194,3 +217,48 @@ def time_interleaved(
         n: Timing(statistics.median(samples[n]), min(per_round[n]), max(per_round[n]), rounds, tuple(per_round[n]))
         for n in names
     }
+
+
+@dataclass(frozen=True)
+class SteadyTiming:
+    """One path timed alone after ``warm_s`` of its own replays: median us, each timed replay's us, and the SM
+    clock (MHz) and instant board power (W) read after each (empty without NVML)."""
+
+    us: float
+    replay_us: tuple[float, ...]
+    clocks_mhz: tuple[float, ...]
+    power_w: tuple[float, ...]
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "us": self.us,
+            "replay_us": list(self.replay_us),
+            "sm_clock_mhz": list(self.clocks_mhz),
+            "power_w": list(self.power_w),
+        }
+
+
+def time_steady(
+    fns: dict[str, Callable[[], object]],
+    *,
+    warm_s: float = 0.5,
+    reps: int = 10,
+    flush: bool = True,
+    graph: bool = True,
+) -> dict[str, SteadyTiming]:
+    """Each path alone, in turn: replayed (untimed, L2 cleared as timed) for ``warm_s`` seconds, then ``reps``
+    timed replays with the clock and instant power read after each (module docstring)."""
+    runs = {name: _prepared(fn, graph) for name, fn in fns.items()}
+    buf = _flush_buffer() if flush else None
+    out = {}
+    for name, run in runs.items():
+        end = time.perf_counter() + warm_s
+        while time.perf_counter() < end:
+            _timed(run, buf)
+        cond = Condition()
+        times = []
+        for _ in range(reps):
+            times.append(_timed(run, buf))
+            cond.sample(instant=True)
+        out[name] = SteadyTiming(statistics.median(times), tuple(times), tuple(cond.clocks_mhz), tuple(cond.power_w))
+    return out

@@ -10,7 +10,18 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cost.calibration import TERMS, features, nnls, robust_nnls
-from moe_oracle.cost.geometry import SM90_SMS, Kernel, Regime, expected_m_blocks, geometry, kernel_for
+from moe_oracle.cost.geometry import (
+    FP4_SWAP_L1_WIDTHS,
+    FP4_SWAP_L2_WIDTHS,
+    SM90_SMS,
+    Kernel,
+    Regime,
+    expected_m_blocks,
+    expected_swap_rows,
+    geometry,
+    kernel_for,
+    swap_rows,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FP8, FP4, GROUPED = Kernel.SM90_FP8, Kernel.SM90_FP4, Kernel.GROUPED
@@ -56,6 +67,32 @@ def test_expected_m_blocks_pad_each_expert_to_block_m():
     # large T with few experts: 512 tokens per expert on average, 4 blocks of 128 only when none is over
     per_expert = expected_m_blocks(64, 64, 8, 4096, 1, 128) / 64
     assert 4.3 < per_expert < 4.7
+
+
+def test_fp4_swap_ab_blocks_run_the_narrowest_instantiated_width():
+    # run_swap_ab_l1 / l2 of sm90_fp8_fp4_mega_moe.cuh: tokens rounded up to 8, then the next instantiated width
+    plain_l1, n24_l1 = FP4_SWAP_L1_WIDTHS
+    assert swap_rows(17, 64, plain_l1) == 64 and swap_rows(17, 64, n24_l1) == 24
+    assert swap_rows(17, 64, FP4_SWAP_L2_WIDTHS[0]) == 32  # the second GEMM has a 32-wide MMA
+    assert (swap_rows(0, 64, plain_l1), swap_rows(1, 64, plain_l1), swap_rows(64, 64, plain_l1)) == (0, 8, 64)
+    assert swap_rows(70, 64, plain_l1) == 64 + 8  # a full block, then a block of 6 tokens
+    # every expert gets all 20 tokens (p = 1): each runs one 24-wide (n24) or 64-wide (plain) first GEMM
+    assert expected_swap_rows(4, 4, 4, 20, 1, 64, n24_l1) == 4 * 24
+    assert expected_swap_rows(4, 4, 4, 20, 1, 64, plain_l1) == 4 * 64
+
+
+def test_mma_rows_are_padded_blocks_except_in_fp4_swap_ab():
+    # GLM-5 (H 6144, I 2048, 256 experts, top-8) at EP 8: swapAB up to 24 tokens per expert
+    for t in (1, 8, 64):
+        g = geometry(FP4, t, 6144, 2048, 256, 8, 8)
+        assert g.regime is Regime.SWAP_AB
+        routed = t * 8 * 8 / 256 * 32  # token rows routed to one rank's 32 experts
+        assert routed <= g.mma_rows_l2 <= g.mma_rows_l1 <= g.m_blocks * g.block_m
+    t8 = geometry(FP4, 8, 6144, 2048, 256, 8, 8)  # 16 experts per wave and I <= 2048: the 24-wide dispatch
+    assert t8.experts_per_wave == 16 and t8.mma_rows_l1 < t8.m_blocks * t8.block_m / 4
+    for kernel, t in ((FP4, 256), (FP8, 64), (GROUPED, 64)):  # no swapAB widths: BLOCK_M x blocks
+        g = geometry(kernel, t, 6144, 2048, 256, 8, 8)
+        assert g.mma_rows_l1 == g.mma_rows_l2 == pytest.approx(g.m_blocks * g.block_m)
 
 
 def test_busiest_sm_streams_whole_rounds_of_tiles():
@@ -135,7 +172,7 @@ def test_loso_table_is_the_committed_result_and_the_docs_quote_it():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "cost_model_loso.py")], capture_output=True, text=True, check=True
     ).stdout
-    saved = (ROOT / "benchmarks/results/h200/2026-12-02/cost_model_loso.txt").read_text()
+    saved = (ROOT / "benchmarks/results/h200/2026-12-03/cost_model_loso.txt").read_text()
     assert out == saved
     docs = (ROOT / "docs/performance.md").read_text()
     assert all(line in docs for line in saved.splitlines() if line.startswith(("|", "package model", "previous")))
