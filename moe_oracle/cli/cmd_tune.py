@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from moe_oracle.cli.command import FiniteFloat, command
+from moe_oracle.cost.local import TimingBasis
 from moe_oracle.errors import BadInputError, excerpt
 
 
@@ -37,6 +38,16 @@ from moe_oracle.errors import BadInputError, excerpt
     "select weighs it with --workload ...@skew=S.",
 )
 @click.option(
+    "--timing",
+    type=click.Choice([b.value for b in TimingBasis]),
+    default=TimingBasis.INTERLEAVED.value,
+    show_default=True,
+    help="interleaved: every path replayed in turn in each round (the basis of benchmarks/ and the package "
+    "calibration); steady: each path alone after 2 s of its own replays, at the clock its own power draw sets (what a "
+    "server running only that path sees; slower: 2 s more per path and T). The file is stamped with it and the cost "
+    "basis reads '(date, each path alone)'.",
+)
+@click.option(
     "--out",
     default=None,
     help="Calibration file to write [the user cache: <cache>/calibration/<device>.json, merged with what is there].",
@@ -49,6 +60,7 @@ def tune(
     tokens_text: str,
     software: str | None,
     skew: float,
+    timing: str,
     out: str | None,
     dry_run: bool,
     as_json: bool,
@@ -57,10 +69,11 @@ def tune(
     each layer group's distinct expert shape once, at full size with random weights, one GPU (EP 1).
 
     Timed as benchmarks/ time (CUDA graphs, L2 flushed, paths interleaved, median of 7 rounds x 5 replays, SM clock
-    and board power recorded), each output checked against the FP32 reference first. A build, compile or launch
-    failure is recorded as a limit of that path and token count. The file is stamped with device, driver, builds,
-    clocks and date; select, plan, compare, matrix and both plug-ins then cost with it where device and builds match
-    ("measured on this machine (date)"). Exit 2: no GPU, no eligible path, or bad input.
+    and board power recorded), or with --timing steady each path alone after 2 s of its own replays (median of 20,
+    the clock and instant power read after each), each output checked against the FP32 reference first. A build,
+    compile or launch failure is recorded as a limit of that path and token count. The file is stamped with device,
+    driver, builds, timing basis, clocks and date; select, plan, compare, matrix and both plug-ins then cost with it
+    where device and builds match ("measured on this machine (date)"). Exit 2: no GPU, no eligible path, or bad input.
     """
     from moe_oracle.inputs import resolve_software
     from moe_oracle.model.resolve import resolve_model
@@ -76,7 +89,7 @@ def tune(
             f"--device {excerpt(device)}: tune measures this machine's GPU", fix="use --device local, or add --dry-run"
         )
     sw, _ = resolve_software(software, device)
-    plan = make_plan(resolve_model(model), device, sw, tokens)
+    plan = make_plan(resolve_model(model), device, sw, tokens, TimingBasis(timing))
     if plan.measurements == 0:
         why = "; ".join(f"{p.label}: {r}" for g in plan.groups for p in g.paths for r in p.refused.values())
         raise BadInputError(
@@ -109,6 +122,9 @@ def _run(plan: Any, skew: float, out: str | None, as_json: bool) -> None:
     except (BadInputError, OSError):
         older = None
     merged = cal.merged_with(older) if out is None else cal
+    why = cal.cannot_merge(older) if out is None and older is not None else None
+    if why is not None:
+        click.echo(f"note: {target} held a calibration not merged into this one ({why}): replaced", err=True)
     written = local.write(merged, target)
     if as_json:
         doc = {**merged.to_json(), "file": str(written), "plan": plan.to_json()}

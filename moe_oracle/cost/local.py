@@ -15,7 +15,9 @@ Which file a decision uses (:func:`active_for`), first match wins:
 
 A file matches a deployment when it was measured on the deployment's device and every build it was measured
 through is one the decision's software profile has. Its entries then come before the package's
-(``moe_oracle/data/calibration.json``) for that device, and the cost basis reads "measured on this machine (date)".
+(``moe_oracle/data/calibration.json``) for that device, and the cost basis reads "measured on this machine (date)",
+or "measured on this machine (date, each path alone)" for a file ``tune --timing steady`` wrote
+(:class:`TimingBasis`, stamped as ``stamp.timing_basis``).
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import lru_cache
 from pathlib import Path
 
@@ -38,6 +41,21 @@ ENV_CACHE = "MOE_ORACLE_CACHE_DIR"
 #: A file larger than this is refused unread (a calibration of every shape of every model is a few hundred KB).
 MAX_BYTES = 16 << 20
 MAX_ENTRIES = 4096
+
+
+class TimingBasis(Enum):
+    """How ``tune`` timed the paths of a file."""
+
+    #: every path of a round replayed in turn, rounds rotating (``benchmarks/``' basis and the package calibration's)
+    INTERLEAVED = "interleaved"
+    #: each path alone, after its own warm-up: the clock its own power draw sets (docs/performance.md §14.2)
+    STEADY = "steady"
+
+
+def origin_text(date: str, basis: TimingBasis) -> str:
+    """The cost basis a local entry gives a decision."""
+    alone = ", each path alone" if basis is TimingBasis.STEADY else ""
+    return f"measured on this machine ({date}{alone})"
 
 
 @dataclass(frozen=True)
@@ -81,10 +99,26 @@ class CalibrationFile:
             "limits": [lim.to_json() for lim in self.limits],
         }
 
+    @property
+    def basis(self) -> TimingBasis:
+        """How the paths were timed (``stamp.timing_basis``; a file without it was timed interleaved)."""
+        return _basis(self.stamp)
+
+    def cannot_merge(self, older: CalibrationFile) -> str | None:
+        """None when ``older``'s entries may join this file's; else why not (one clause): another device, other
+        builds, or another timing basis (one file holds one basis, so its fit compares like with like)."""
+        if older.device != self.device:
+            return f"it was measured on {older.device}, not {self.device}"
+        if older.builds != self.builds:
+            return f"it was measured through other builds ({older.builds}, not {self.builds})"
+        if older.basis is not self.basis:
+            return f"it was timed {older.basis.value}, this run {self.basis.value}"
+        return None
+
     def merged_with(self, older: CalibrationFile | None) -> CalibrationFile:
-        """This file plus the entries and limits of ``older`` for shapes and paths not measured here, when both
-        were measured on the same device through the same builds (``tune`` of several models accumulates)."""
-        if older is None or (older.device, older.builds) != (self.device, self.builds):
+        """This file plus the entries and limits of ``older`` for shapes and paths not measured here, when
+        :meth:`cannot_merge` allows (``tune`` of several models accumulates)."""
+        if older is None or self.cannot_merge(older) is not None:
             return self
         keys = {_key(e) for e in self.entries}
         kept = tuple(e for e in older.entries if _key(e) not in keys)
@@ -183,17 +217,27 @@ def parse(doc: object, path: str = "<calibration>") -> CalibrationFile:
             isinstance(k, str) and isinstance(v, str) for k, v in builds.items()
         ):
             raise ValueError("builds must map library names to build names")
-        raw = doc["entries"]
-        if not isinstance(raw, list) or len(raw) > MAX_ENTRIES:
-            raise ValueError(f"entries must be a list of at most {MAX_ENTRIES}")
-        entries = tuple(_entry(e, date) for e in raw)
-        limits = tuple(_limit(x) for x in doc.get("limits", []))
         stamp = doc.get("stamp", {})
         if not isinstance(stamp, dict):
             raise ValueError("stamp must be an object")
+        origin = origin_text(date, _basis(stamp))
+        raw = doc["entries"]
+        if not isinstance(raw, list) or len(raw) > MAX_ENTRIES:
+            raise ValueError(f"entries must be a list of at most {MAX_ENTRIES}")
+        entries = tuple(_entry(e, origin) for e in raw)
+        limits = tuple(_limit(x) for x in doc.get("limits", []))
     except (KeyError, TypeError, ValueError) as exc:
         raise _bad(path, f"malformed ({excerpt(str(exc))})") from None
     return CalibrationFile(device, name, date, dict(builds), entries, limits, stamp, path)
+
+
+def _basis(stamp: dict) -> TimingBasis:
+    value = stamp.get("timing_basis", TimingBasis.INTERLEAVED.value)
+    try:
+        return TimingBasis(value)
+    except (ValueError, TypeError):
+        allowed = ", ".join(b.value for b in TimingBasis)
+        raise ValueError(f"stamp.timing_basis {excerpt(repr(value))} is not one of {allowed}") from None
 
 
 def _text(v: object, what: str) -> str:
@@ -202,7 +246,7 @@ def _text(v: object, what: str) -> str:
     return v
 
 
-def _entry(e: object, date: str) -> Calibration:
+def _entry(e: object, origin: str) -> Calibration:
     if not isinstance(e, dict):
         raise ValueError("an entry is not an object")
     cal = Calibration.from_entry(e)
@@ -211,7 +255,7 @@ def _entry(e: object, date: str) -> Calibration:
         raise ValueError("shape and EP must be positive integers")
     if not cal.points or not all(t > 0 and us > 0 and us < 1e9 for t, _, us in cal.points):
         raise ValueError("points must be (T > 0, active, us > 0)")
-    return Calibration(**{**cal.__dict__, "origin": f"measured on this machine ({date})"})
+    return Calibration(**{**cal.__dict__, "origin": origin})
 
 
 def _limit(x: object) -> TuneLimit:
@@ -305,6 +349,6 @@ def active_for(device: str, software: SoftwareProfile) -> Iterator[CalibrationFi
 
 
 def describe(cals: Iterable[Calibration]) -> str:
-    """'measured on this machine (date)' for local entries, else ''."""
+    """'measured on this machine (date)' (or '(date, each path alone)') for local entries, else ''."""
     origins = sorted({c.origin for c in cals if c.origin})
     return origins[0] if origins else ""

@@ -7,7 +7,9 @@ largest token count it is measured at. Per token count: fresh random tokens, the
 (no correction bias: every expert equally likely, as ``benchmarks/`` route; ``skew`` adds a Zipf logit offset),
 every path's output checked against the FP32 reference before it is timed; then every path that passed timed
 together by :func:`~moe_oracle.runtime.timing.time_interleaved` (CUDA graphs, L2 flushed, rounds interleaved in a
-rotating order, median over every replay, SM clock and board power read after each round).
+rotating order, median over every replay, SM clock and board power read after each round), or with the plan's
+``timing`` steady each alone by :func:`~moe_oracle.runtime.timing.time_steady` (after
+:data:`~moe_oracle.tune.plan.STEADY_WARM_S` of its own replays; the clock and instant power read after each replay).
 
 A build, compile, launch or accuracy failure is a :class:`~moe_oracle.cost.local.TuneLimit` for that path and
 token count, never a crash of the run, and never a cost.
@@ -27,20 +29,19 @@ from typing import Any
 import torch
 
 from moe_oracle.cost.calibration import Calibration
-from moe_oracle.cost.local import CalibrationFile, TuneLimit, profile_builds
+from moe_oracle.cost.local import CalibrationFile, TimingBasis, TuneLimit, origin_text, profile_builds
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.runtime import LayerConfig, calc_diff, reference_moe, route
 from moe_oracle.runtime.accuracy import random_masters
 from moe_oracle.runtime.actquant import fake_quant_input
 from moe_oracle.runtime.build import build_layer_for_choice, build_nonfused, resolve_variant
 from moe_oracle.runtime.quantize import quantize_experts
-from moe_oracle.runtime.timing import Condition, copy_bandwidth, time_interleaved
-from moe_oracle.tune.plan import GroupPlan, PathPlan, TunePlan
+from moe_oracle.runtime.timing import Condition, copy_bandwidth, time_interleaved, time_steady
+from moe_oracle.tune.plan import REPS, ROUNDS, STEADY_REPS, STEADY_WARM_S, GroupPlan, PathPlan, TunePlan
 
 #: calc_diff bound against the FP32 reference on the staged input: every SM90 path stages FP8 per 128 (1e-3:
 #: tests/runtime/test_gpu_backends.py REF_TOL; seen 2.2-4.0e-4)
 REF_TOL = 1e-3
-ROUNDS, REPS = 7, 5
 
 
 class NoGpuError(RuntimeError):
@@ -141,9 +142,14 @@ def _close(layer: Any) -> None:
 
 
 def measure_group(
-    gp: GroupPlan, limits: list[TuneLimit], *, skew: float, on_step: Callable[[str], None]
+    gp: GroupPlan,
+    limits: list[TuneLimit],
+    *,
+    skew: float,
+    on_step: Callable[[str], None],
+    timing: TimingBasis = TimingBasis.INTERLEAVED,
 ) -> tuple[dict[str, list[tuple[int, float | None, float]]], list[Row]]:
-    """Time every path of ``gp`` (module docstring); returns path -> points and the rows."""
+    """Time every path of ``gp`` (module docstring) on the ``timing`` basis; returns path -> points and the rows."""
     g = gp.group
     shape = (g.hidden_size, g.moe_intermediate_size, g.num_experts, g.top_k)
 
@@ -218,12 +224,10 @@ def measure_group(
                 row.calc_diff[label] = d
                 fns[label] = partial(layer, x, ids, w)
             if fns:
-                on_step(f"T={t} timing {len(fns)} paths")
-                cond = Condition()
-                for label, tm in time_interleaved(fns, rounds=ROUNDS, reps_per_round=REPS, condition=cond).items():
-                    row.us[label], row.spread[label] = tm.us, tm.spread
-                    points[label].append((t, float(row.active), tm.us))
-                row.condition = cond.to_json()
+                on_step(f"T={t} timing {len(fns)} paths {timing.value}")
+                _time(fns, row, timing)
+                for label in fns:
+                    points[label].append((t, float(row.active), row.us[label]))
             rows.append(row)
     finally:
         for _, layer in layers.values():
@@ -232,6 +236,25 @@ def measure_group(
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
     return points, rows
+
+
+def _time(fns: dict[str, Callable[[], object]], row: Row, timing: TimingBasis) -> None:
+    """Time ``fns`` on the ``timing`` basis into ``row``: median us, spread ((max - min) / median of the per-round
+    medians, or of the replays alone), and the SM clock and power read while timing."""
+    if timing is TimingBasis.STEADY:
+        clocks: list[float] = []
+        power: list[float] = []
+        for label, st in time_steady(fns, warm_s=STEADY_WARM_S, reps=STEADY_REPS).items():
+            row.us[label] = st.us
+            row.spread[label] = (max(st.replay_us) - min(st.replay_us)) / st.us if st.us else 0.0
+            clocks += st.clocks_mhz
+            power += st.power_w
+        row.condition = {"sm_clock_mhz": clocks, "power_w": power}
+        return
+    cond = Condition()
+    for label, tm in time_interleaved(fns, rounds=ROUNDS, reps_per_round=REPS, condition=cond).items():
+        row.us[label], row.spread[label] = tm.us, tm.spread
+    row.condition = cond.to_json()
 
 
 def _prefixed(on_step: Callable[[str], None], name: str, text: str) -> None:
@@ -268,7 +291,8 @@ def measure(
         "torch": torch.__version__,
         "cuda": torch.version.cuda,
         "copy_tb_s": round(copy_bandwidth() / 1e12, 3),
-        "timing": f"CUDA graphs, L2 flushed, paths interleaved: {ROUNDS} rounds x {REPS} replays, median",
+        "timing": plan.timing_text(),
+        "timing_basis": plan.timing.value,
         "skew_zipf": skew,
         "model": plan.model,
     }
@@ -281,7 +305,9 @@ def measure(
     rows: dict[str, list[Row]] = {}
     for gp in plan.groups:
         g = gp.group
-        points, group_rows = measure_group(gp, limits, skew=skew, on_step=partial(_prefixed, on_step, g.name))
+        points, group_rows = measure_group(
+            gp, limits, skew=skew, on_step=partial(_prefixed, on_step, g.name), timing=plan.timing
+        )
         rows[g.name] = group_rows
         for p in gp.paths:
             pts = points.get(p.label, [])
@@ -296,14 +322,15 @@ def measure(
                     library=f"{versions}, torch {torch.__version__}",
                     measured=True,
                     source=f"moe-oracle tune {plan.model} on {name}, {date}"
-                    + (f" (Zipf skew {skew:g})" if skew else ""),
+                    + (f" (Zipf skew {skew:g})" if skew else "")
+                    + (" (each path alone)" if plan.timing is TimingBasis.STEADY else ""),
                     hidden_size=shape.hidden_size,
                     moe_intermediate_size=shape.moe_intermediate_size,
                     num_experts=shape.num_experts,
                     top_k=shape.top_k,
                     expert_bytes=shape.expert_weight_bytes(),
                     points=tuple(pts),
-                    origin=f"measured on this machine ({date})",
+                    origin=origin_text(date, plan.timing),
                 )
             )
     cal = CalibrationFile(plan.device, name, date, libs, tuple(entries), tuple(limits), stamp)

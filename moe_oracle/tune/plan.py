@@ -5,13 +5,14 @@ conversions, or a declared non-fused path that applies to the format it runs on.
 count: the decision is taken for one GPU (EP 1) with the per-rank token budget set to that count, so a declared limit
 that depends on the tokens (PR #323's SM90 FP8 combine stage) leaves out exactly the counts it refuses, with its
 reason. Tune measures at EP 1 on one GPU; the cost model carries the points to other EP sizes (its fit's terms are
-per rank).
+per rank). The plan also says how the paths will be timed (:class:`~moe_oracle.cost.local.TimingBasis`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from moe_oracle.cost.local import TimingBasis
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.decide.candidates import Candidate
 from moe_oracle.decide.selection import decide
@@ -23,6 +24,12 @@ from moe_oracle.software.types import SoftwareProfile
 #: ``--tokens``' default: decode, small and large batches, a prefill chunk
 DEFAULT_TOKENS = (1, 8, 64, 512, 4096)
 MAX_TOKENS = 65536
+#: ``--timing steady``: seconds each path replays alone before it is timed (after 0.5 s the H200's clock is still in
+#: the power controller's transient, after 2 s and 5 s it agrees: docs/performance.md §14.2), and the timed replays
+STEADY_WARM_S = 2.0
+STEADY_REPS = 20
+#: interleaved: rounds x replays per round (every path in each round)
+ROUNDS, REPS = 7, 5
 
 
 @dataclass(frozen=True)
@@ -56,10 +63,20 @@ class TunePlan:
     software: SoftwareProfile
     tokens: tuple[int, ...]
     groups: tuple[GroupPlan, ...]
+    timing: TimingBasis = TimingBasis.INTERLEAVED
 
     @property
     def measurements(self) -> int:
         return sum(len(p.tokens) for g in self.groups for p in g.paths)
+
+    def timing_text(self) -> str:
+        """How the paths are timed, in words (the calibration file's ``stamp.timing``)."""
+        if self.timing is TimingBasis.STEADY:
+            return (
+                f"CUDA graphs, L2 flushed, each path alone after {STEADY_WARM_S:g} s of its own replays: "
+                f"{STEADY_REPS} replays, median"
+            )
+        return f"CUDA graphs, L2 flushed, paths interleaved: {ROUNDS} rounds x {REPS} replays, median"
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -68,6 +85,8 @@ class TunePlan:
             "device_origin": self.device_origin,
             "software": self.software.name,
             "tokens": list(self.tokens),
+            "timing": self.timing.value,
+            "timing_text": self.timing_text(),
             "groups": [
                 {
                     "group": g.group.name,
@@ -91,6 +110,12 @@ class TunePlan:
         lines = [
             f"tune plan: {self.model} on {self.device} ({self.device_origin}), software {self.software.name}, "
             f"EP 1, T = {', '.join(map(str, self.tokens))}: {self.measurements} measurements",
+            f"  timed {self.timing.value}: {self.timing_text()}"
+            + (
+                f" (warm-up alone: {self.measurements * STEADY_WARM_S:g} s)"
+                if self.timing is TimingBasis.STEADY
+                else ""
+            ),
         ]
         for g in self.groups:
             lines.append(f"  group {g.group.name}: {_shape_text(g.group)}")
@@ -131,7 +156,13 @@ def parse_tokens(text: str) -> tuple[int, ...]:
     return tuple(sorted(out))
 
 
-def make_plan(model: ModelDescription, device: str, software: SoftwareProfile, tokens: tuple[int, ...]) -> TunePlan:
+def make_plan(
+    model: ModelDescription,
+    device: str,
+    software: SoftwareProfile,
+    tokens: tuple[int, ...],
+    timing: TimingBasis = TimingBasis.INTERLEAVED,
+) -> TunePlan:
     """The measurement plan (module docstring). Raises the deployment's own BadInputError for a device that is
     not there (``local`` without a GPU)."""
     # one layer of each distinct expert shape: tune measures a layer call, so the model's memory (every layer's
@@ -200,7 +231,7 @@ def make_plan(model: ModelDescription, device: str, software: SoftwareProfile, t
                     add(path.key, False, g, conv, t, None)
         kept = tuple(p for p in paths.values() if p.tokens or p.refused)
         groups.append(GroupPlan(group, kept))
-    return TunePlan(model.model, device_name, origin, software, tokens, tuple(groups))
+    return TunePlan(model.model, device_name, origin, software, tokens, tuple(groups), timing)
 
 
 def _refused_by_limit(cand: Candidate) -> bool:

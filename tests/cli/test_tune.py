@@ -190,6 +190,43 @@ def test_merging_keeps_other_shapes_and_replaces_the_same(tmp_path):
     assert len(a.merged_with(a).entries) == 1
 
 
+def test_a_steady_file_says_each_path_alone_and_is_not_merged_with_an_interleaved_one(tmp_path):
+    p, doc = _file(tmp_path)
+    doc["stamp"]["timing_basis"] = "steady"
+    steady = tmp_path / "steady.json"
+    steady.write_text(json.dumps(doc))
+    assert "measured on this machine (2026-12-01, each path alone)" in _basis("--calibration", str(steady))
+    a, b = local.read(p), local.read(steady)
+    assert (a.basis, b.basis) == (local.TimingBasis.INTERLEAVED, local.TimingBasis.STEADY)
+    assert b.cannot_merge(a) == "it was timed interleaved, this run steady"
+    assert b.merged_with(a) is b and len(b.merged_with(b).entries) == 1
+
+
+@pytest.mark.parametrize("value", ["Steady", "", 3, None, ["steady"]])
+def test_an_unknown_timing_basis_is_refused_in_one_line(tmp_path, value):
+    _, doc = _file(tmp_path)
+    doc["stamp"]["timing_basis"] = value
+    with pytest.raises(BadInputError, match=r"timing_basis .* is not one of interleaved, steady") as exc:
+        local.parse(doc)
+    assert "\n" not in str(exc.value)
+
+
+def test_the_dry_run_says_how_the_paths_are_timed():
+    args = ("tune", GLM, "--device", "h200", "--software", "deepgemm-pr323", "--tokens", "1,64", "--dry-run")
+    plain, steady = _invoke(*args), _invoke(*args, "--timing", "steady")
+    assert plain.exit_code == steady.exit_code == 0, plain.output + steady.output
+    assert "timed interleaved: CUDA graphs, L2 flushed, paths interleaved: 7 rounds x 5 replays" in plain.output
+    assert "timed steady: CUDA graphs, L2 flushed, each path alone after 2 s of its own replays" in steady.output
+    doc = json.loads(_invoke(*args, "--timing", "steady", "--json").output)
+    assert doc["timing"] == "steady" and "each path alone" in doc["timing_text"]
+    bad = _invoke(*args, "--timing", "alone")
+    assert bad.exit_code == 2 and "alone" in bad.output and "Traceback" not in bad.output
+    from moe_oracle.tune.plan import STEADY_WARM_S
+
+    helptext = " ".join(_invoke("tune", "--help").output.split())
+    assert f"each path alone after {STEADY_WARM_S:g} s of its own replays" in helptext
+
+
 @settings(max_examples=150, deadline=None)
 @given(
     st.recursive(

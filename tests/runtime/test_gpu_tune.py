@@ -1,9 +1,9 @@
 """``moe-oracle tune`` on the GPU (issue #31 item 1; skipped without an SM90 DeepGEMM PR #323 build).
 
 A small real model (Laguna-XS.2-FP8: H 2048, I 512, E 256, top-8) at T = 1 and 64: the file is written, stamped, and
-select's cost basis becomes "measured on this machine (date)"; and a kernel that fails to compile during tuning
-(ERNIE-4.5's H 8192 at 512 tokens, with the declared limit taken out so that the kernel itself answers) is a recorded
-limit, never a crash, while the other paths are still measured.
+select's cost basis becomes "measured on this machine (date)" (with --timing steady "(date, each path alone)"); and a
+kernel that fails to compile during tuning (ERNIE-4.5's H 8192 at 512 tokens, with the declared limit taken out so
+that the kernel itself answers) is a recorded limit, never a crash, while the other paths are still measured.
 """
 
 from __future__ import annotations
@@ -53,6 +53,21 @@ def test_tune_writes_a_stamped_file_and_select_costs_with_it(tmp_path, monkeypat
     code, out = _cli("select", model, "--device", "h200", "--dp", "8", "--ep", "8", "--json")
     assert code == 0, out
     assert "measured on this machine (" in json.dumps(json.loads(out))
+
+
+def test_steady_timing_is_stamped_and_becomes_the_cost_basis(tmp_path, monkeypatch):
+    # each path alone after 2 s of its own replays (--timing steady): the file says so, select's basis too
+    _pr323()
+    monkeypatch.setenv("MOE_ORACLE_CACHE_DIR", str(tmp_path))
+    model = str(FIXTURES / "poolside--Laguna-XS.2-FP8")
+    code, out = _cli("tune", model, "--tokens", "64", "--timing", "steady")
+    assert code == 0, out
+    cal = local.read(local.default_path("h200"))
+    assert cal.basis is local.TimingBasis.STEADY and "each path alone" in str(cal.stamp["timing"])
+    assert all(e.origin.endswith(", each path alone)") and len(e.points) == 1 for e in cal.entries)
+    code, out = _cli("select", model, "--device", "h200", "--dp", "8", "--ep", "8", "--json")
+    assert code == 0, out
+    assert "each path alone)" in json.dumps(json.loads(out))
 
 
 def test_a_kernel_that_does_not_compile_is_a_recorded_limit(monkeypatch):
