@@ -25,7 +25,7 @@ One run, every path through moe-oracle's interface, all computing the same model
   separated in one run (``--json`` is then a directory, one file per model); each model's layers are
   closed before the next is built, and the device memory left allocated after each is printed.
 
-``--steady [SECONDS]`` also times each path alone, after SECONDS (default 0.5) of its own replays, with the SM clock
+``--steady [SECONDS]`` also times each path alone, after SECONDS (default 2) of its own replays, with the SM clock
 and instant board power read after every timed replay (``_timing.time_steady``): what one path costs where a server
 runs only it, at the clock its own power draw sets (stored per path as ``steady`` in ``--json``, with the warm-up).
 ``--steady-reversed`` times the paths alone in the reverse order (a check that the order does not set the result).
@@ -309,10 +309,11 @@ def main() -> None:
         "--steady",
         type=float,
         nargs="?",
-        const=0.5,
+        const=2.0,
         default=0.0,
         metavar="SECONDS",
-        help="also time each path alone after SECONDS (default 0.5) of its own replays (clock, instant power)",
+        help="also time each path alone after SECONDS (default 2; 0.5 s is still the clock's transient) of its own "
+        "replays (clock, instant power)",
     )
     ap.add_argument("--steady-reversed", action="store_true", help="time the paths alone in the reverse order")
     args = ap.parse_args()

@@ -241,13 +241,14 @@ class SteadyTiming:
 def time_steady(
     fns: dict[str, Callable[[], object]],
     *,
-    warm_s: float = 0.5,
+    warm_s: float = 2.0,
     reps: int = 10,
     flush: bool = True,
     graph: bool = True,
 ) -> dict[str, SteadyTiming]:
     """Each path alone, in turn: replayed (untimed, L2 cleared as timed) for ``warm_s`` seconds, then ``reps``
-    timed replays with the clock and instant power read after each (module docstring)."""
+    timed replays with the clock and instant power read after each (module docstring). On the H200 the clock is
+    still settling after 0.5 s of a path's replays; after 2 s and 5 s the times agree (docs/performance.md §14.2)."""
     runs = {name: _prepared(fn, graph) for name, fn in fns.items()}
     buf = _flush_buffer() if flush else None
     out = {}
