@@ -57,9 +57,10 @@ def best(runs: dict[Key, tuple[float, float, tuple[float, float]]], model: str, 
 def main() -> None:
     folders = [Path(a) for a in sys.argv[1:]] or sorted(p for p in STEADY.iterdir() if p.is_dir())
     runs = {f: read(f) for f in folders}
+    labels = {f: warm_label(f) for f in folders}
     keys = sorted({k for r in runs.values() for k in r}, key=lambda k: (k[0], k[1], PATHS.index(k[2])))
     print("steady / interleaved (steady SM clock, MHz) per run:")
-    print("| model | T | path | " + " | ".join(warm_label(f) for f in folders) + " |")
+    print("| model | T | path | " + " | ".join(labels[f] for f in folders) + " |")
     print("|---|---|---|" + "---|" * len(folders))
     for k in keys:
         cells = []
@@ -74,7 +75,7 @@ def main() -> None:
             r = [v[1] / v[0] for k, v in runs[f].items() if k[2] == p]
             if r:
                 spans.append(f"{p} {min(r):.3f}-{max(r):.3f}")
-        print(f"  {warm_label(f)}: " + ", ".join(spans))
+        print(f"  {labels[f]}: " + ", ".join(spans))
     print("\nfastest path, interleaved -> steady, where they differ:")
     for f in folders:
         cells = sorted({(k[0], k[1]) for k in runs[f]})
@@ -89,7 +90,7 @@ def main() -> None:
                         f"steady {ia[1]:.0f} vs {ib[1]:.0f})"
                     )
         n = len(cells)
-        print(f"  {warm_label(f)}: {len(flips)} of {2 * n} ({n} cells x 2 choices)")
+        print(f"  {labels[f]}: {len(flips)} of {2 * n} ({n} cells x 2 choices)")
         for line in flips:
             print(f"    {line}")
 

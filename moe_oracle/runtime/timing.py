@@ -229,6 +229,11 @@ class SteadyTiming:
     clocks_mhz: tuple[float, ...]
     power_w: tuple[float, ...]
 
+    @property
+    def spread(self) -> float:
+        """(max - min) / median of the timed replays (as :attr:`Timing.spread` is of the per-round medians)."""
+        return (max(self.replay_us) - min(self.replay_us)) / self.us if self.us else 0.0
+
     def to_json(self) -> dict[str, object]:
         return {
             "us": self.us,

@@ -241,19 +241,15 @@ def measure_group(
 def _time(fns: dict[str, Callable[[], object]], row: Row, timing: TimingBasis) -> None:
     """Time ``fns`` on the ``timing`` basis into ``row``: median us, spread ((max - min) / median of the per-round
     medians, or of the replays alone), and the SM clock and power read while timing."""
-    if timing is TimingBasis.STEADY:
-        clocks: list[float] = []
-        power: list[float] = []
-        for label, st in time_steady(fns, warm_s=STEADY_WARM_S, reps=STEADY_REPS).items():
-            row.us[label] = st.us
-            row.spread[label] = (max(st.replay_us) - min(st.replay_us)) / st.us if st.us else 0.0
-            clocks += st.clocks_mhz
-            power += st.power_w
-        row.condition = {"sm_clock_mhz": clocks, "power_w": power}
-        return
     cond = Condition()
-    for label, tm in time_interleaved(fns, rounds=ROUNDS, reps_per_round=REPS, condition=cond).items():
-        row.us[label], row.spread[label] = tm.us, tm.spread
+    if timing is TimingBasis.STEADY:
+        for label, st in time_steady(fns, warm_s=STEADY_WARM_S, reps=STEADY_REPS).items():
+            row.us[label], row.spread[label] = st.us, st.spread
+            cond.clocks_mhz += st.clocks_mhz
+            cond.power_w += st.power_w
+    else:
+        for label, tm in time_interleaved(fns, rounds=ROUNDS, reps_per_round=REPS, condition=cond).items():
+            row.us[label], row.spread[label] = tm.us, tm.spread
     row.condition = cond.to_json()
 
 

@@ -26,7 +26,7 @@ def test_each_path_warms_then_is_timed_alone_in_the_given_order(monkeypatch: pyt
     # b: the deadline is read at 0.0 (0.45), then four warm replays (checks at 0.1-0.4 pass, 0.5 stops), 3 timed
     assert "".join(seen) == "b" * 7 + "a" * 7
     assert list(out) == ["b", "a"]
-    assert out["b"].replay_us == (4.0, 5.0, 6.0) and out["b"].us == 5.0
+    assert out["b"].replay_us == (4.0, 5.0, 6.0) and out["b"].us == 5.0 and out["b"].spread == 2.0 / 5.0
     assert out["a"].clocks_mhz == () and out["a"].power_w == ()
     assert out["a"].to_json() == {"us": 12.0, "replay_us": [11.0, 12.0, 13.0], "sm_clock_mhz": [], "power_w": []}
 
