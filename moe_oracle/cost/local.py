@@ -237,7 +237,7 @@ def _basis(stamp: dict) -> TimingBasis:
         return TimingBasis(value)
     except (ValueError, TypeError):
         allowed = ", ".join(b.value for b in TimingBasis)
-        raise ValueError(f"stamp.timing_basis {excerpt(repr(value))} is not one of {allowed}") from None
+        raise ValueError(f"stamp.timing_basis {excerpt(value)} is not one of {allowed}") from None
 
 
 def _text(v: object, what: str) -> str:

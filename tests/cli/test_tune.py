@@ -208,7 +208,7 @@ def test_an_unknown_timing_basis_is_refused_in_one_line(tmp_path, value):
     doc["stamp"]["timing_basis"] = value
     with pytest.raises(BadInputError, match=r"timing_basis .* is not one of interleaved, steady") as exc:
         local.parse(doc)
-    assert "\n" not in str(exc.value)
+    assert "\n" not in str(exc.value) and f"timing_basis {value!r} is not" in str(exc.value)  # quoted once
 
 
 def test_the_dry_run_says_how_the_paths_are_timed():
