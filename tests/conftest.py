@@ -10,6 +10,10 @@ import pytest
 # tests never read the calibration ``moe-oracle tune`` wrote on this machine: an empty cache of their own
 os.environ["MOE_ORACLE_CACHE_DIR"] = tempfile.mkdtemp(prefix="moe-oracle-test-cache-")
 os.environ.pop("MOE_ORACLE_CALIBRATION", None)
+# the CLI wraps prose to COLUMNS when set (pytest-xdist's workers set COLUMNS=80, LINES=24): a test that wants a
+# width passes it; every other test sees a pipe's unwrapped output, however the suite is run
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 
 def _gpu_available() -> bool:
@@ -18,6 +22,27 @@ def _gpu_available() -> bool:
     except Exception:
         return False
     return bool(torch.cuda.is_available())
+
+
+#: workers ``pytest -n auto`` starts on a machine without a GPU: one per CPU, at most this many (each imports torch)
+MAX_AUTO_WORKERS = 8
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (the README's test command): one worker per CPU up to :data:`MAX_AUTO_WORKERS`; one worker where
+    a GPU is present, so that the GPU tests (timings among them) never share the device with one another.
+    ``PYTEST_XDIST_AUTO_NUM_WORKERS`` still decides when set (None defers to pytest-xdist)."""
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None
+    if _gpu_available():
+        return 1
+    return max(
+        1,
+        min(
+            MAX_AUTO_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        ),
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -17,13 +17,13 @@ def test_readme_starts_with_the_two_commands():
     lines = block.group(1).strip().splitlines()
     assert len(lines) == 2
     assert lines[0].startswith("pip install . && moe-oracle select ")
-    assert lines[1].endswith("python -m pytest -q")
+    assert lines[1].endswith("python -m pytest -q -n auto")
     ci = (README.parent / ".ci" / "run").read_text(encoding="utf-8")
     # #32: the second command needs PyPI only (an unreachable extra index makes pip retry for minutes); it is
     # exactly CI's install, and the README's prose names the CPU wheel index as an addition where it is reachable
     install = lines[1].split(" && ")[0].replace("pip install", "python3 -m pip install --quiet")
     assert "--extra-index-url" not in lines[1] and "--index-url" not in lines[1]
-    assert install in ci and "python3 -m pytest -q" in ci
+    assert install in ci and "python3 -m pytest -q -n auto" in ci
     assert "--extra-index-url https://download.pytorch.org/whl/cpu" in text  # named, as an option
 
 
