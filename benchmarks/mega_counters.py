@@ -97,14 +97,14 @@ def parse(text: str) -> list[dict[str, str]]:
     good = [k for k in keys if ":" not in k]  # refused builds and calls print a reason and are not profiled
     order: list[str] = []
     for r in reader:
-        if not r.get("Metric Name"):  # not a counter row (a truncated or foreign line)
+        # csv fills the columns a short row lacks with None: such a row (truncated, foreign) is not a counter
+        metric, lid = r.get("Metric Name") or "", r.get("ID") or ""
+        if not metric:
             continue
-        lid = r.get("ID", "")
         if lid not in launches:
-            launches[lid] = {"kernel": r.get("Kernel Name", "")[:40]}
+            launches[lid] = {"kernel": (r.get("Kernel Name") or "")[:40]}
             order.append(lid)
-        value = r.get("Metric Value", "").replace(",", "")
-        launches[lid][r.get("Metric Name", "")] = value
+        launches[lid][metric] = (r.get("Metric Value") or "").replace(",", "")
     out = []
     for i, lid in enumerate(order):
         row = launches[lid]

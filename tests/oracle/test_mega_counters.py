@@ -61,7 +61,7 @@ def test_any_text_parses_without_raising(lines: list[str], noise: str) -> None:
     table(parse("\n".join([*lines, noise])))
 
 
-@pytest.mark.parametrize("part", ["a", "b", "c", "d"])
+@pytest.mark.parametrize("part", ["a", "b", "c", "d", "e", "f"])
 def test_the_committed_tables_are_what_parse_prints(part: str) -> None:
     done = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks/mega_counters.py"), "--parse", str(COUNTERS / f"raw_{part}.txt")],
