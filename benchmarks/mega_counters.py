@@ -8,11 +8,13 @@ call is profiled, and each of its kernels gets one line of counters (duration, D
 tensor-pipe activity, SM clock). A build or call the installed DeepGEMM refuses is printed as one line and the run
 goes on. Printed before each profiled call: ``=== shape variant T=...`` (the key ``--parse`` joins the counters to).
 
-Run on the H200 (leave the clocks alone, METHOD.md)::
+Run on the H200 (leave the clocks alone, METHOD.md; base units, which ``--parse`` converts)::
 
-    ncu --profile-from-start off --clock-control none --kernel-name regex:mega --csv --metrics M1,M2,... \\
-        python benchmarks/mega_counters.py --shapes ernie-4.5-300b-a47b,hunyuan-a13b --tokens 1,8 > RAW.csv
-    python benchmarks/mega_counters.py --parse RAW.csv     (a table: one row per profiled kernel)
+    ncu --profile-from-start off --clock-control none --cache-control all --kernel-name regex:mega_moe_impl \\
+        --csv --print-units base --metrics "$(python benchmarks/mega_counters.py --metrics)" --log-file NCU.csv \\
+        python benchmarks/mega_counters.py --shapes ernie-4.5-300b-a47b,hunyuan-a13b --tokens 1,8 > KEYS.txt
+    cat KEYS.txt NCU.csv > RAW.txt
+    python benchmarks/mega_counters.py --parse RAW.txt     (a table: one row per profiled kernel)
 """
 
 from __future__ import annotations

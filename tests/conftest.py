@@ -37,12 +37,8 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
         return None
     if _gpu_available():
         return 1
-    return max(
-        1,
-        min(
-            MAX_AUTO_WORKERS, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        ),
-    )
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(MAX_AUTO_WORKERS, cpus))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
