@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import csv
 import io
-import sys
 from pathlib import Path
 
 #: the counters ``--parse`` prints, in order (Nsight Compute metric names for GH100), with their column titles
@@ -104,7 +103,7 @@ def parse(text: str) -> list[dict[str, str]]:
         if not metric:
             continue
         if lid not in launches:
-            launches[lid] = {"kernel": (r.get("Kernel Name") or "")[:40]}
+            launches[lid] = {}
             order.append(lid)
         launches[lid][metric] = (r.get("Metric Value") or "").replace(",", "")
     out = []
@@ -152,7 +151,6 @@ def main() -> None:
         print(table(parse(Path(args.parse).read_text(encoding="utf-8", errors="replace"))))
         return
     run(args.shapes.split(","), args.variant, [int(t) for t in args.tokens.split(",")], args.max_tokens)
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":
