@@ -24,6 +24,8 @@ import csv
 import io
 from pathlib import Path
 
+from _shapes import SHAPES
+
 #: the counters ``--parse`` prints, in order (Nsight Compute metric names for GH100), with their column titles
 METRICS = (
     ("gpu__time_duration.sum", "us"),
@@ -148,9 +150,23 @@ def main() -> None:
         print(",".join(m for m, _ in METRICS))
         return
     if args.parse:
-        print(table(parse(Path(args.parse).read_text(encoding="utf-8", errors="replace"))))
+        try:
+            text = Path(args.parse).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            ap.error(f"--parse {args.parse!r}: {exc.strerror or exc}")
+        print(table(parse(text)))
         return
-    run(args.shapes.split(","), args.variant, [int(t) for t in args.tokens.split(",")], args.max_tokens)
+    shapes = args.shapes.split(",")
+    unknown = [s for s in shapes if s not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")
+    try:
+        tokens = [int(t) for t in args.tokens.split(",")]
+    except ValueError:
+        ap.error(f"--tokens {args.tokens!r}: comma-separated integers (e.g. 1,8,64)")
+    if min(tokens) < 1 or args.max_tokens < 1:
+        ap.error("--tokens and --max-tokens count tokens per rank: at least 1")
+    run(shapes, args.variant, tokens, args.max_tokens)
 
 
 if __name__ == "__main__":

@@ -73,3 +73,21 @@ def test_the_committed_tables_are_what_parse_prints(part: str) -> None:
     assert done.stdout == (COUNTERS / f"table_{part}.md").read_text(encoding="utf-8")
     assert all(cell != "-" for line in done.stdout.splitlines()[2:] for cell in line.split(" | ")[1:3])
     assert len(done.stdout.splitlines()[0].split(" | ")) == 1 + len(METRICS)  # the case, then one column per counter
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--parse", "/no/such/file"],
+        ["--shapes", "no-such-shape"],
+        ["--tokens", "1,x"],
+        ["--tokens", "0"],
+        ["--max-tokens", "0"],
+    ],
+)
+def test_a_bad_argument_is_one_line_and_exit_2(args: list[str]) -> None:
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks/mega_counters.py"), *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert done.stderr.strip().splitlines()[-1].startswith("mega_counters.py: error: ")
