@@ -18,6 +18,11 @@ by more than 10%). Runs on a CPU::
 
     python benchmarks/cost_model_loso.py [FOLDER ...]   (default: results/h200/2026-12-01, then 2026-12-02)
     python benchmarks/cost_model_loso.py --rates [FOLDER ...]   (the FP8 kernel's streaming rate at BLOCK_M 128)
+    python benchmarks/cost_model_loso.py --near-ties [FOLDER ...]   (the cells the model calls near ties)
+
+``--near-ties`` scores :mod:`moe_oracle.cost.near_tie` on the same left-out predictions: per cell, the predicted gap
+between the two paths ranked first, whether the band calls it a near tie, and the regret there; then, per band, how
+many cells it flags and how many of the cells over 1% regret it catches (what sets ``near_tie.NEAR_TIE``).
 """
 
 from __future__ import annotations
@@ -33,6 +38,8 @@ from fit_cost_model import calibrations, merge_points
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
 from moe_oracle.cost.geometry import Kernel, Regime, geometry
+from moe_oracle.cost.model import CostEstimate
+from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200"
 #: the sweeps of 2026-12-01 and the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix)
@@ -169,11 +176,43 @@ def rates(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]
                     print(f"| {row} | {gb / us * 1e3:.2f} |")
 
 
+def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
+    """Each FP8 cell's left-out ranking: the predicted gap between the first two paths, the near-tie verdict at
+    :data:`NEAR_TIE`, the regret of the first; then per band the cells flagged and the regret cells caught."""
+    pm, mm = predict(by, None)
+    rows = []
+    for s in sorted(by, key=lambda s: names[s]):
+        for t in sorted({k[2] for k in mm if k[0] == s}):
+            have = sorted((p for p in FP8_PATHS if (s, p, t) in mm), key=lambda p, t=t: pm[(s, p, t)])
+            if len(have) < 2:
+                continue
+            first, second = (CostEstimate(pm[(s, p, t)], "left out", True, True) for p in have[:2])
+            gap = second.us / first.us - 1
+            regret = mm[(s, have[0], t)] / min(mm[(s, p, t)] for p in have) - 1
+            rows.append((names[s], t, have[0], have[1], gap, regret, first, second))
+    print(f"cells banded at NEAR_TIE = {NEAR_TIE:.0%}, and every cell over 1% regret")
+    print("| shape | T | ranked first | second | predicted gap | near tie | regret |\n|---|---|---|---|---|---|---|")
+    for name, t, a, b, gap, regret, first, second in rows:
+        if is_near_tie(first, second) or regret > 0.01:
+            tie = "yes" if is_near_tie(first, second) else "no"
+            print(f"| {name} | {t} | {SHORT[a]} | {SHORT[b]} | {gap:.1%} | {tie} | {regret:.1%} |")
+    over = sum(r[5] > 0.01 for r in rows)
+    print(f"\n{len(rows)} cells, {over} over 1% regret")
+    print("| band | cells flagged | cells over 1% regret flagged |\n|---|---|---|")
+    for band in (0.01, NEAR_TIE, 0.03, 0.05, 0.10):
+        flagged = [r for r in rows if is_near_tie(r[6], r[7], band)]
+        print(f"| {band:.0%} | {len(flagged)} | {sum(r[5] > 0.01 for r in flagged)} of {over} |")
+
+
 def main() -> None:
     args = sys.argv[1:]
     if args[:1] == ["--rates"]:
         by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
         rates(by, names)
+        return
+    if args[:1] == ["--near-ties"]:
+        by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
+        near_ties(by, names)
         return
     by, names, fresh = load([Path(a) for a in args] or DEFAULT)
     print(f"{len(by)} shapes ({len(fresh)} from families measured fresh: {', '.join(sorted(names[s] for s in fresh))})")

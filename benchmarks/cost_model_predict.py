@@ -9,7 +9,9 @@ is measured, it is the held-out test of a term fit on other shapes. Runs on a CP
     python benchmarks/cost_model_predict.py qwen3.5-397b-a17b --tokens 1,8,64,512,4096,8192 [--json FILE]
 
 ``--against PREDICTED SWEEP...`` prints instead, from a ``--json`` file written before and the sweeps
-(``fused_vs_nonfused.py --json``) measured after, predicted / measured per T and path with the clock:
+(``fused_vs_nonfused.py --json``) measured after, predicted / measured per T and path with the clock, then per T the
+ranking of an FP8 checkpoint's paths (fused FP8, psum, m_indices): the predicted first and its predicted gap to the
+second, whether :mod:`moe_oracle.cost.near_tie` calls it a near tie, the measured best and the regret:
 
     python benchmarks/cost_model_predict.py --against results/h200/2026-12-02/cost_model_predict_before_measuring.json \
         results/h200/2026-12-02/fused_vs_nonfused_qwen3.5-397b-a17b.json
@@ -27,6 +29,8 @@ from cost_model_loso import DEFAULT, SHORT, load
 from moe_oracle.cost.active_experts import expected_active_experts
 from moe_oracle.cost.calibration import features, fit_pooled
 from moe_oracle.cost.geometry import geometry, kernel_for
+from moe_oracle.cost.model import CostEstimate
+from moe_oracle.cost.near_tie import is_near_tie
 from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, MXFP4
 
 #: the sweep's path names, as the package keys them
@@ -57,6 +61,36 @@ def against(predicted: Path, sweeps: list[Path]) -> None:
                 cells.append(f"{want:.0f} / {got:.0f} ({want / got - 1:+.0%})" if got and want else "-")
             clock = row["condition"]["sm_clock_mhz"]
             print(f"| {row['T']} | " + " | ".join(cells) + f" | {min(clock):.0f}-{max(clock):.0f} |")
+        ranking(run, p)
+
+
+#: the sweep's paths an FP8 checkpoint chooses among
+FP8_SWEEP = ("fused_fp8", "nonfused_psum", "nonfused_m_indices")
+
+
+def ranking(run: dict, predicted: dict[tuple[str, int], float]) -> None:
+    """Per T of ``run``: the predicted first of the FP8 paths, its predicted gap to the second, the near-tie verdict,
+    the measured best and the regret (chosen / best - 1); then how many cells are over 1% regret and how many of
+    those the near-tie band flagged."""
+    print("\n| T | predicted first | gap to second | near tie | measured best | regret |\n|---|---|---|---|---|---|")
+    cells = over = flagged = 0
+    for row in run["rows"]:
+        t = row["T"]
+        have = [n for n in FP8_SWEEP if row.get(n, {}).get("us") and (SWEEP_KEYS[n], t) in predicted]
+        if len(have) < 2:
+            continue
+        order = sorted(have, key=lambda n: predicted[(SWEEP_KEYS[n], t)])
+        first, second = (CostEstimate(predicted[(SWEEP_KEYS[n], t)], "predicted", True, True) for n in order[:2])
+        tie = is_near_tie(first, second)
+        best = min(have, key=lambda n: row[n]["us"])
+        regret = row[order[0]]["us"] / row[best]["us"] - 1
+        cells, over, flagged = cells + 1, over + (regret > 0.01), flagged + (regret > 0.01 and tie)
+        name = SHORT[SWEEP_KEYS[order[0]]]
+        print(
+            f"| {t} | {name} | {second.us / first.us - 1:.1%} | {'yes' if tie else 'no'} | "
+            f"{SHORT[SWEEP_KEYS[best]]} | {regret:.1%} |"
+        )
+    print(f"{cells} cells, {over} over 1% regret, {flagged} of them flagged near ties")
 
 
 def main() -> None:

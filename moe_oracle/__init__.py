@@ -22,7 +22,19 @@ from moe_oracle.version import __version__
 #: Public name -> the module that defines it (imported by name on first use, so ``import moe_oracle`` stays cheap).
 _PUBLIC = {
     **dict.fromkeys(
-        ("select", "check", "plan", "Selection", "Verdict", "Plan", "Group", "GroupVerdict", "Rejected", "AdvisoryHit"),
+        (
+            "select",
+            "check",
+            "plan",
+            "Selection",
+            "Verdict",
+            "Plan",
+            "Group",
+            "GroupVerdict",
+            "Rejected",
+            "AdvisoryHit",
+            "NearTie",
+        ),
         "moe_oracle.api",
     ),
     **dict.fromkeys(
@@ -54,6 +66,7 @@ __all__ = [  # noqa: RUF022 (grouped as _PUBLIC groups them)
     "GroupVerdict",
     "Rejected",
     "AdvisoryHit",
+    "NearTie",
     "ExitCode",
     "OracleError",
     "BadInputError",
@@ -72,6 +85,7 @@ if TYPE_CHECKING:
         AdvisoryHit,
         Group,
         GroupVerdict,
+        NearTie,
         Plan,
         Rejected,
         Selection,

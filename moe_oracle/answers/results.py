@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from moe_oracle.cost.near_tie import NearTie
 from moe_oracle.rules import Reason, ReasonCode
 
 if TYPE_CHECKING:
@@ -41,7 +42,9 @@ class Rejected:
 @dataclass(frozen=True)
 class Group:
     """One layer group's answer. ``chosen``: ``backend:variant`` (None: no fused backend, ``fallback`` says what
-    runs); ``chosen_label`` adds a load-time conversion; ``rejected``: every candidate that cannot run it."""
+    runs); ``chosen_label`` adds a load-time conversion; ``rejected``: every candidate that cannot run it;
+    ``near_ties``: the paths the cost model ranks within its transfer error on this unmeasured shape (the workload's
+    or a span of batch sizes), which ``moe-oracle tune`` settles on the GPU."""
 
     name: str
     layers: tuple[int, ...]
@@ -51,6 +54,7 @@ class Group:
     fallback: str | None
     rejected: tuple[Rejected, ...]
     notes: tuple[str, ...] = ()
+    near_ties: tuple[NearTie, ...] = ()
 
     @classmethod
     def of(cls, gd: GroupDecision) -> Group:
@@ -64,6 +68,7 @@ class Group:
             fallback=gd.fallback,
             rejected=tuple(_rejected(r) for r in gd.rejected),
             notes=tuple(gd.notes),
+            near_ties=gd.near_ties,
         )
 
 

@@ -120,12 +120,17 @@ class Cost:
     us: float | None
     kind: str = ""
     text: str = "-"
+    #: estimated from other shapes' fit (or a roofline): a near tie with it is the model's guess
+    transferred: bool = False
+    #: the path costed (a variant or non-fused key): two columns on one path are never a near tie
+    path: str = ""
 
 
-def _default_path_estimate(g: Any, dep: Any, engine: Any, t: int) -> tuple[Any, str] | None:
+def _default_path_estimate(g: Any, dep: Any, engine: Any, t: int) -> tuple[Any, str, str] | None:
     """The engine's own (non-fused) path where no fused one is chosen: a non-fused path moe-oracle measured for
     this GPU family and weight format (at another EP the cost model's fit carries it over, as for the fused
-    paths), marked as a stand-in when it was not measured inside this engine; None when none was measured."""
+    paths), marked as a stand-in when it was not measured inside this engine, and its key; None when none was
+    measured."""
     from moe_oracle.cost.model import estimate_us
     from moe_oracle.cost.nonfused import declared_paths
 
@@ -136,7 +141,7 @@ def _default_path_estimate(g: Any, dep: Any, engine: Any, t: int) -> tuple[Any, 
         return None
     path = next((p for p in paths if engine in p.engines), paths[0])
     stand_in = "" if engine in path.engines else f", outside {engine.value} (a stand-in)"
-    return estimate_us(path.key, g.group, dep, t), stand_in
+    return estimate_us(path.key, g.group, dep, t), stand_in, path.key
 
 
 def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[Cost], set[str], set[str]]:
@@ -160,22 +165,22 @@ def _costs(plan: Any, points: tuple[int, ...]) -> tuple[list[Cost], set[str], se
             group = g.group
             if g.chosen.conversion is not None:
                 group = group.model_copy(update={"weight_quant": g.chosen.conversion.target})
-            est = estimate_us(g.chosen.spec, group, dep, t)
+            est, key = estimate_us(g.chosen.spec, group, dep, t), g.chosen.key
         elif g.nonfused is not None:
-            est = estimate_us(g.nonfused.key, g.group, dep, t)
+            est, key = estimate_us(g.nonfused.key, g.group, dep, t), g.nonfused.key
         else:
             found = _default_path_estimate(g, dep, decision.engine, t)
             if found is None:
                 fmt = g.group.weight_format.value
                 out.append(Cost(None, text=f"not measured (no non-fused {fmt} run on {dep.device.arch.family})"))
                 continue
-            est, extra = found
+            est, extra, key = found
         kind = basis_kind(est.basis) + extra
         if not verifiable(est.basis):
             kind += ", not verifiable"
         bases.add(kind)
         details.add(est.basis)
-        out.append(Cost(est.us, kind, f"{est.us:,.0f} us ({kind})"))
+        out.append(Cost(est.us, kind, f"{est.us:,.0f} us ({kind})", est.transferred, key))
     return out, bases, details
 
 
@@ -187,12 +192,17 @@ def verifiable(basis: str) -> bool:
 
 #: Marks a "faster" verdict between figures of different bases or an unverifiable source.
 INDICATIVE = "(indicative*)"
+#: Marks a "faster" verdict inside the cost model's transfer error (:mod:`moe_oracle.cost.near_tie`).
+NEAR_TIE_MARK = "(near tie)"
 
 
 def faster_row(labels: list[str], costs: list[list[Cost]], points: tuple[int, ...]) -> list[str]:
     """Per point, the column with the lower expected cost and by how much; where the two figures differ in basis
     (or one cannot be verified) it says so, and where fewer than two columns have a figure, that no comparison
-    is made."""
+    is made; a margin inside the cost model's transfer error is marked a near tie."""
+    from moe_oracle.cost.model import CostEstimate
+    from moe_oracle.cost.near_tie import is_near_tie
+
     out = []
     for n, _ in enumerate(points):
         have = [(c[n], label) for c, label in zip(costs, labels, strict=True) if c and c[n].us is not None]
@@ -206,6 +216,9 @@ def faster_row(labels: list[str], costs: list[list[Cost]], points: tuple[int, ..
         kinds = {c.kind for c, _ in have}
         if len(kinds) > 1 or any("not verifiable" in k for k in kinds):
             text += f" {INDICATIVE}"
+        fast, slow = (CostEstimate(c.us or 0.0, c.kind, True, c.transferred) for c in (best, second))
+        if best.path != second.path and is_near_tie(fast, slow):
+            text += f" {NEAR_TIE_MARK}"
         out.append(text)
     return out
 
@@ -303,6 +316,14 @@ def _rows(columns: list[Column], points: tuple[int, ...]) -> tuple[list[tuple[st
         notes.append(
             f"{INDICATIVE}: the two figures differ in basis ({', '.join(sorted(all_bases))}) or one cannot be "
             "verified; the faster column is named from them, but the margin is indicative only"
+        )
+    if any(NEAR_TIE_MARK in values[0] for name, values in rows.items() if name.startswith("faster at")):
+        from moe_oracle.cost.near_tie import NEAR_TIE
+
+        notes.append(
+            f"{NEAR_TIE_MARK}: the two figures are within {NEAR_TIE:.0%} and at least one is estimated from other "
+            "shapes' fit, inside the cost model's transfer error: which is faster there is a guess (moe-oracle tune "
+            "on the GPU measures it; docs/performance.md §16)"
         )
     for c in columns:
         if c.error:

@@ -81,9 +81,15 @@ class Workload:
 
 @dataclass(frozen=True)
 class CostEstimate:
+    """Expected microseconds per layer call, what they rest on (``basis``, one line), whether that is a measurement
+    (``measured``: calibrated points or a fit to them, not a roofline) and whether the estimate came from other shapes
+    (``transferred``: a fit over shapes other than this one, or a roofline): such an estimate is what
+    :mod:`moe_oracle.cost.near_tie` bands."""
+
     us: float
     basis: str
     measured: bool
+    transferred: bool = False
 
 
 def _calibrations_for(
@@ -198,12 +204,12 @@ def estimate_us(
         if local:
             where = "this shape" if same is not None else f"{len(local)} of the {len(fitted)} shapes"
             basis = f"{local[0].origin} ({where}), fit to EP{ep}: " + basis
-        return CostEstimate(us, basis + skewed, head.measured)
+        return CostEstimate(us, basis + skewed, head.measured, transferred=same is None)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s
     us = ROOFLINE_FIXED_US + x[3] / bw + x[5] / peak * 1e6
-    return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured){skewed}", False)
+    return CostEstimate(us, f"roofline estimate for {dev.name} (no calibration; unmeasured){skewed}", False, True)
 
 
 def _sources(cals: Sequence[Calibration]) -> str:
@@ -218,15 +224,16 @@ def _sources(cals: Sequence[Calibration]) -> str:
 def workload_cost(
     spec: VariantSpec | str, group: MoELayerGroup, deployment: Deployment, workload: Workload
 ) -> CostEstimate:
-    """Weighted mean over the workload's token points."""
+    """Weighted mean over the workload's token points (measured where every point is, transferred where any is)."""
     total = 0.0
     weight = 0.0
     basis = ""
-    measured = True
+    measured, transferred = True, False
     for tokens, w in workload.points:
         est = estimate_us(spec, group, deployment, tokens, skew=workload.skew)
         total += w * est.us
         weight += w
         basis = est.basis
         measured = measured and est.measured
-    return CostEstimate(total / weight if weight else 0.0, basis, measured)
+        transferred = transferred or est.transferred
+    return CostEstimate(total / weight if weight else 0.0, basis, measured, transferred)

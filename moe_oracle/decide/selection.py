@@ -15,11 +15,21 @@ from dataclasses import dataclass, field, replace
 
 from moe_oracle.cost.local import active_for
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
+from moe_oracle.cost.near_tie import NearTie, near_tie_advice
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.decide.accuracy_class import accuracy_class, needs_low_precision_opt_in
 from moe_oracle.decide.advisories import Advisory, nearby, nearby_note
 from moe_oracle.decide.candidates import Candidate, evaluate_candidate
 from moe_oracle.decide.conversions import conversion_candidates, expert_bytes_per_rank
+from moe_oracle.decide.per_batch import (
+    Batches,
+    batch_ties,
+    fused_tie,
+    per_batch,
+    regimes_note,
+    tie_tokens,
+    workload_tie,
+)
 from moe_oracle.decide.question import ConversionOptions, Question
 from moe_oracle.decide.refused_fixes import mark_refused
 from moe_oracle.errors import BadInputError, OverrideRefusedError, excerpt
@@ -88,6 +98,8 @@ class GroupDecision:
     notes: tuple[str, ...] = ()
     nonfused: NonFusedEstimate | None = None
     conversions: tuple[Candidate, ...] = ()
+    #: paths the model ranks within its transfer error on this unmeasured shape (:mod:`moe_oracle.cost.near_tie`)
+    near_ties: tuple[NearTie, ...] = ()
 
     @property
     def others(self) -> tuple[Candidate, ...]:
@@ -113,6 +125,7 @@ class GroupDecision:
             "fallback": self.fallback,
             "nonfused": None if self.nonfused is None else self.nonfused.to_json(),
             "notes": list(self.notes),
+            "near_ties": [t.to_json() for t in self.near_ties],
             "candidates": [c.to_json() for c in self.candidates],
             "conversion_candidates": [c.to_json() for c in self.conversions],
             "rejected": [c.label for c in self.rejected],
@@ -338,10 +351,8 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
     opted_in = question.conversion.allow_low_precision_activations
     # a conversion (itself opted into when lossy) is judged on the format it produces: FP8 experts requantized to
     # NVFP4 under --allow-lossy-conversion serve like an NVFP4 checkpoint
-    auto = next(
-        iter(_rank([c for c in eligible if opted_in or not needs_low_precision_opt_in(c.spec, _served(group, c))])),
-        None,
-    )
+    allowed = _rank([c for c in eligible if opted_in or not needs_low_precision_opt_in(c.spec, _served(group, c))])
+    auto = next(iter(allowed), None)
     notes: list[str] = []
     held = next(iter(_rank(eligible)), None)
     if held is not None and held is not auto:
@@ -349,22 +360,28 @@ def _choose(question: Question, group: MoELayerGroup, specs: tuple[VariantSpec, 
     if auto is not None and auto.conversion is not None:
         stored = next((c for c in ranked if c.eligible), None)
         notes.append(_conversion_note(auto, stored, question.groups, deployment))
+    ties = fused_tie(allowed)
+    batches: Batches = []
     nonfused = _best_nonfused(group, deployment, engine, question.workload)
     if nonfused is not None:
-        regimes = _regimes(auto, group, deployment, engine) if auto is not None else None
+        batches = per_batch(auto, group, deployment, engine) if auto is not None else []
+        ties += workload_tie(auto, nonfused.key, nonfused.cost) + batch_ties(batches)
         auto, note = _weigh_nonfused(auto, nonfused, question.workload)
         notes.append(note)
+        regimes = regimes_note(batches)
         if regimes:
             notes.append(regimes)
         if auto is None:
             fallback = nonfused.description
+    if ties:
+        notes.append(near_tie_advice(ties, deployment.device.name, tie_tokens(ties, batches, question.workload)))
     if auto is not None and auto.unverified:
         notes.append(
             f"{auto.spec.key} has rules not verifiable from declarations: "
             + "; ".join(r.message for r in auto.unverified)
         )
     return GroupDecision(
-        group, tuple(ranked), auto, None if auto else fallback, tuple(notes), nonfused, tuple(converted)
+        group, tuple(ranked), auto, None if auto else fallback, tuple(notes), nonfused, tuple(converted), ties
     )
 
 
@@ -434,32 +451,6 @@ def _weigh_nonfused(
         f"{auto.spec.key} beats the best measured non-fused path {nonfused.key} by {1 / ratio:.2f}x for this "
         f"workload ({workload.label}: ~{auto.cost.us:,.0f} vs ~{nonfused.cost.us:,.0f} us per call)"
     )
-
-
-def _regimes(fused: Candidate, group: MoELayerGroup, deployment: Deployment, engine: Engine) -> str | None:
-    """Which of ``fused`` and the measured non-fused paths is cheapest at each batch size (powers of two up to
-    the per-rank token budget), as ranges; None when one path wins everywhere."""
-    budget = deployment.parallel.tokens_per_rank
-    grid = sorted({1 << i for i in range(budget.bit_length()) if 1 << i <= budget} | {budget})
-    costed = group if fused.conversion is None else group.model_copy(update={"weight_quant": fused.conversion.target})
-    paths = [p.key for p in applicable_paths(group, deployment, engine)]
-    winners: list[tuple[str, int, int]] = []
-    for t in grid:
-        point = Workload(((t, 1.0),))
-        costs = {fused.key: workload_cost(fused.spec, costed, deployment, point).us}
-        for key in paths:
-            est = workload_cost(key, group, deployment, point)
-            if est.measured:
-                costs[key] = est.us
-        best = min(costs, key=costs.__getitem__)
-        if winners and winners[-1][0] == best:
-            winners[-1] = (best, winners[-1][1], t)
-        else:
-            winners.append((best, t, t))
-    if len(winners) < 2:
-        return None
-    spans = ", ".join(f"T {a}{'' if a == b else f'-{b}'}: {key}" for key, a, b in winners)
-    return f"cheapest per batch (tokens per rank): {spans}; one path serves every batch, chosen for the workload"
 
 
 def _check_override_name(override: Override, reg: Registry) -> None:

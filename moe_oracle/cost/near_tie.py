@@ -1,0 +1,67 @@
+"""Where the cost model cannot rank two paths: a predicted gap inside its transfer error.
+
+On a shape nobody measured, a path's time comes from a fit over other shapes (:func:`moe_oracle.cost.calibration.
+fit_pooled`), whose error on a left-out shape is a few percent at the median and larger at its worst
+(``benchmarks/cost_model_loso.py``, docs/performance.md §16). When two paths' estimates are closer than that, the
+ranking between them is the model's guess, not its answer: every output that ranks them says so, with the way to
+settle it (``moe-oracle tune`` measures both paths on the GPU in hand), and the choice is left as ranked.
+
+:data:`NEAR_TIE` is the band, set from the leave-one-shape-out scoring over the thirteen shapes measured on the H200
+(131 (shape, T) cells of an FP8 checkpoint): 8 cells had a predicted gap under 2%, and 5 of the 6 cells whose choice
+was more than 1% slower than the best path were among them; at 3% the band held 14 cells and caught no further
+one. Estimates of this shape's own measured points (or own fit) are not banded: their ranking is the measurement's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from moe_oracle.cost.model import CostEstimate
+
+#: predicted gap (slower / faster - 1) below which two estimates, one of them from other shapes, are a near tie
+NEAR_TIE = 0.02
+
+
+def is_near_tie(a: CostEstimate, b: CostEstimate, band: float = NEAR_TIE) -> bool:
+    """True when ``a`` and ``b`` are within ``band`` of each other (relative to the faster) and at least one of them
+    was estimated from other shapes (:attr:`CostEstimate.transferred`)."""
+    fast, slow = sorted((a.us, b.us))
+    return (a.transferred or b.transferred) and fast > 0 and slow / fast - 1 < band
+
+
+@dataclass(frozen=True)
+class NearTie:
+    """Two paths the model ranks within :data:`NEAR_TIE` of each other on an unmeasured shape.
+
+    ``paths``: the keys, the one ranked first first; ``gap``: the largest predicted slower / faster - 1 over
+    ``tokens``, the span of tokens per rank (first, last) where they tie, or None for the workload's weighted cost."""
+
+    paths: tuple[str, str]
+    gap: float
+    tokens: tuple[int, int] | None = None
+
+    def where(self) -> str:
+        """``the workload`` or ``T 256-1024`` (tokens per rank)."""
+        if self.tokens is None:
+            return "the workload"
+        first, last = self.tokens
+        return f"T {first}" if first == last else f"T {first}-{last}"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "paths": list(self.paths),
+            "gap": round(self.gap, 4),
+            "tokens": None if self.tokens is None else list(self.tokens),
+            "band": NEAR_TIE,
+        }
+
+
+def near_tie_advice(ties: tuple[NearTie, ...], device: str, tokens: tuple[int, ...]) -> str:
+    """One note for ``ties`` (at least one): what ties where, and the ``moe-oracle tune`` run (its ``tokens``, the
+    batch sizes per rank the ties span) that settles it on ``device``."""
+    parts = "; ".join(f"{t.where()}: {t.paths[0]} vs {t.paths[1]} ({t.gap:.1%} apart)" for t in ties)
+    return (
+        f"near tie the cost model cannot call (predicted within {NEAR_TIE:.0%}, estimated from other shapes): {parts}; "
+        f"the ranking there is a guess: run moe-oracle tune on the serving GPU ({device}) with --tokens "
+        f"{','.join(map(str, tokens))} to measure both (docs/performance.md §16)"
+    )
