@@ -168,14 +168,15 @@ def _pr323_fp8_compiles(sc: Scenario | LayerScenario) -> Finding | None:
 _PR323_COMPILE_SRC = (
     "DeepGEMM PR #323 8ddf7f96 csrc/jit_kernels/heuristics/sm90_mega_moe.hpp:45-141,521-598 (the configuration per "
     "call) and deep_gemm/include/deep_gemm/impls/sm90_fp8_mega_moe.cuh:309-345,2166-2187 (its static assertions); "
-    "seen on the H200: H 8192 fails to compile at 64+ tokens per expert with 'Hidden is too large' "
-    "(tests/runtime/test_gpu_kernel_limits.py)"
+    "seen on the H200: H 8192 fails to compile at 64+ tokens per expert with 'Hidden is too large', H 2560 "
+    "(4 chunks of 1280 bytes) with the chunk-multiple assertion (tests/runtime/test_gpu_kernel_limits.py)"
 )
 _PR323_FP8_COMPILES = Check(
     ReasonCode.SHAPE_UNSUPPORTED,
     test=_pr323_fp8_compiles,
-    rule="every call up to the per-rank token budget compiles: 3 x combine warps x 2 x hidden / combine chunks <= "
-    "the shared memory before the barriers, at the block configuration picked for its tokens per expert",
+    rule="every call up to the per-rank token budget compiles: at the block configuration picked for its tokens per "
+    "expert, 3 x combine warps x 2 x hidden / combine chunks <= the shared memory before the barriers, and each "
+    "combine chunk (2 x hidden / chunks bytes) a multiple of 512 bytes",
     remediation="Lower the per-rank token budget below the first failing count (--max-num-batched-tokens), use "
     "deep_gemm_mega_moe:sm90_fp8xfp4 (its combine adapts its chunks), or leave --moe-backend unset (non-fused MoE).",
     sources=(_PR323_COMPILE_SRC,),

@@ -223,8 +223,9 @@ AUDIT: tuple[Assertion, ...] = (
     Assertion(
         f"{KERNEL}:2182-2186",
         "combine: hidden % chunks, 'Hidden is too large', chunk a multiple of 512 B",
-        "checked here (failures) per configuration the deployment's token counts reach: H 7680 and 8192 "
-        "fail from 64 tokens per expert",
+        "checked here (failures) per configuration the deployment's token counts reach: 'Hidden is too large' "
+        "at H 7680 and 8192 from 64 tokens per expert, above H 8192 at fewer; the 512-byte chunk from 64 tokens "
+        "per expert at an H neither a multiple of 1024 nor of 1792 (1536, 2560, 4608, 5632, 6656, 7680)",
     ),
     Assertion(
         f"{KERNEL_FP4}:2533-2550",
