@@ -21,13 +21,15 @@ by more than 10%). Runs on a CPU::
     python benchmarks/cost_model_loso.py --near-ties [FOLDER ...]   (the cells the model calls near ties)
 
 ``--near-ties`` scores :mod:`moe_oracle.cost.near_tie` on the same left-out predictions: per cell, the predicted gap
-between the two paths ranked first, whether the band calls it a near tie, and the regret there; then, per band, how
-many cells it flags and how many of the cells over 1% regret it catches (what sets ``near_tie.NEAR_TIE``).
+between the two paths ranked first, whether the band calls it a near tie, and the regret there; the percentiles of the
+error of that predicted ratio; then, per band, how many cells it flags and how many of the cells over 1% regret it
+catches (what sets ``near_tie.NEAR_TIE``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import statistics
 import sys
 from dataclasses import dataclass
@@ -42,8 +44,9 @@ from moe_oracle.cost.model import CostEstimate
 from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200"
-#: the sweeps of 2026-12-01 and the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix)
-DEFAULT = [RESULTS / "2026-12-01", RESULTS / "2026-12-02"]
+#: the sweeps of 2026-12-01, the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix), and the three
+#: families predicted before they were measured on 2026-12-03 (``results/h200/2026-12-03/predicted/``)
+DEFAULT = [RESULTS / "2026-12-01", RESULTS / "2026-12-02", RESULTS / "2026-12-03" / "fresh"]
 FP8_PATHS = ("deep_gemm_mega_moe:sm90_fp8xfp8", "nonfused:deepgemm_fp8_psum", "nonfused:deepgemm_fp8_m_indices")
 SHORT = {
     "deep_gemm_mega_moe:sm90_fp8xfp8": "fused FP8",
@@ -52,7 +55,7 @@ SHORT = {
     "nonfused:deepgemm_fp8_m_indices": "m_indices",
 }
 #: sweeps of families no earlier calibration had, measured for issue 31 (the others: the shapes tune measured)
-FRESH_SWEEPS = ("Qwen/Qwen3.5-397B-A17B",)
+FRESH_SWEEPS = ("Qwen/Qwen3.5-397B-A17B", "deepseek-ai/DeepSeek-V3", "zai-org/GLM-4.5", "baidu/ERNIE-4.5-21B-A3B")
 Shape = tuple[int, int, int, int]
 Cell = tuple[Shape, str, int]
 
@@ -180,7 +183,7 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
     """Each FP8 cell's left-out ranking: the predicted gap between the first two paths, the near-tie verdict at
     :data:`NEAR_TIE`, the regret of the first; then per band the cells flagged and the regret cells caught."""
     pm, mm = predict(by, None)
-    rows = []
+    rows, ratio_errors = [], []
     for s in sorted(by, key=lambda s: names[s]):
         for t in sorted({k[2] for k in mm if k[0] == s}):
             have = sorted((p for p in FP8_PATHS if (s, p, t) in mm), key=lambda p, t=t: pm[(s, p, t)])
@@ -190,6 +193,8 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
             gap = second.us / first.us - 1
             regret = mm[(s, have[0], t)] / min(mm[(s, p, t)] for p in have) - 1
             rows.append((names[s], t, have[0], have[1], gap, regret, first, second))
+            # how far the predicted ratio of the two is from the measured one (what a band has to cover)
+            ratio_errors.append(abs(math.log(gap + 1) - math.log(mm[(s, have[1], t)] / mm[(s, have[0], t)])))
     print(f"cells banded at NEAR_TIE = {NEAR_TIE:.0%}, and every cell over 1% regret")
     print("| shape | T | ranked first | second | predicted gap | near tie | regret |\n|---|---|---|---|---|---|---|")
     for name, t, a, b, gap, regret, first, second in rows:
@@ -197,9 +202,14 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
             tie = "yes" if is_near_tie(first, second) else "no"
             print(f"| {name} | {t} | {SHORT[a]} | {SHORT[b]} | {gap:.1%} | {tie} | {regret:.1%} |")
     over = sum(r[5] > 0.01 for r in rows)
+    ratio_errors.sort()
+    quantiles = ", ".join(
+        f"{q}: {math.exp(ratio_errors[math.ceil(q / 100 * len(ratio_errors)) - 1]) - 1:.1%}" for q in (50, 75, 90)
+    )
     print(f"\n{len(rows)} cells, {over} over 1% regret")
+    print(f"error of the predicted ratio of the two paths ranked first, percentiles {quantiles}")
     print("| band | cells flagged | cells over 1% regret flagged |\n|---|---|---|")
-    for band in (0.01, NEAR_TIE, 0.03, 0.05, 0.10):
+    for band in sorted({0.01, 0.02, 0.03, NEAR_TIE, 0.05, 0.10}):
         flagged = [r for r in rows if is_near_tie(r[6], r[7], band)]
         print(f"| {band:.0%} | {len(flagged)} | {sum(r[5] > 0.01 for r in flagged)} of {over} |")
 

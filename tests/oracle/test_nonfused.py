@@ -127,10 +127,10 @@ def test_stored_calibration_is_the_committed_sweep():
 
     stored = {key(c): c for c in load_calibrations()}
     folder = root / "benchmarks/results/h200/2026-12-01"
-    # Qwen3-30B-A3B re-measured on 2026-12-02 (after the SwiGLU grid fix), Kimi-K2 extended to T = 4096 and 8192
-    sweeps = [
-        p for d in ("2026-12-01", "2026-12-02") for p in sorted((folder.parent / d).glob("fused_vs_nonfused_*.json"))
-    ]
+    # Qwen3-30B-A3B re-measured on 2026-12-02 (after the SwiGLU grid fix), Kimi-K2 extended to T = 4096 and 8192;
+    # DeepSeek-V3, GLM-4.5 and ERNIE-4.5-21B-A3B measured on 2026-12-03 after they were predicted
+    days = ("2026-12-01", "2026-12-02", "2026-12-03/fresh")
+    sweeps = [p for d in days for p in sorted((folder.parent / d).glob("fused_vs_nonfused_*.json"))]
     assert len(sweeps) >= 10
     merged, last = {}, {}
     for path in sweeps:
@@ -139,9 +139,9 @@ def test_stored_calibration_is_the_committed_sweep():
             last[key(cal)] = path
     for k, cal in merged.items():
         assert stored[k].points == cal.points, k
-        assert f"{last[k].parent.name}/{last[k].name}" in stored[k].source, (last[k], stored[k].source)
+        assert last[k].relative_to(root).as_posix() in stored[k].source, (last[k], stored[k].source)
     swept = {k[3:] for k in merged}
-    assert len(swept) == 8  # the seven shapes of 2026-12-01 and Qwen3.5-397B-A17B
+    assert len(swept) == 11  # the seven shapes of 2026-12-01, Qwen3.5-397B-A17B and the three of 2026-12-03
     tuned = [c for c in local.read(folder / "tune_calibration_h200.json").entries if key(c)[3:] not in swept]
     assert len({key(c)[3:] for c in tuned}) == 5  # ERNIE-4.5, Hunyuan, Qwen2-57B, Laguna-XS.2, MiMo-V2-Flash shapes
     for cal in tuned:
