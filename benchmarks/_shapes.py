@@ -48,10 +48,11 @@ SHAPES: dict[str, Shape] = {
     "glm-4.5": Shape("zai-org/GLM-4.5", 5120, 1536, 160, 8, Scoring.SIGMOID, "models.md (GLM-4.5/4.6/4.7)"),
     "ernie-4.5-21b-a3b": Shape("baidu/ERNIE-4.5-21B-A3B", 2560, 1536, 64, 6, Scoring.SOFTMAX, "families-2026-12.md"),
 }
-#: shapes predicted before they were measured (``cost_model_predict.py``), not yet in the package calibration
+#: shapes predicted before they were measured (``cost_model_predict.py``, 2026-12-03); measured since and in the package
+#: calibration too, but not in the configuration probes' committed runs, which :data:`CALIBRATED` drives
 PREDICTED = ("deepseek-v3", "glm-4.5", "ernie-4.5-21b-a3b")
-#: the thirteen shapes measured on the H200 into the package calibration (GLM-4.5-Air is refused by the build); the
-#: committed runs of the configuration probes predate Qwen3.5-397B-A17B and cover the other twelve
+#: the thirteen shapes measured on the H200 before 2026-12-03 (GLM-4.5-Air is refused by the build); the committed runs
+#: of the configuration probes predate Qwen3.5-397B-A17B and cover the other twelve
 CALIBRATED = tuple(name for name in SHAPES if name != "glm-4.5-air" and name not in PREDICTED)
 
 
