@@ -9,6 +9,7 @@ probes of the kernels' configurations take every calibrated shape (:data:`CALIBR
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from moe_oracle.model.types import ModelDescription, MoELayerGroup, QuantSpec, Routing, Scoring
@@ -79,3 +80,20 @@ def model(name: str, quant: QuantSpec) -> ModelDescription:
         family=name,
         layer_groups=(group(name, quant),),
     )
+
+
+def shape_names(ap: argparse.ArgumentParser, text: str) -> list[str]:
+    """``text`` as comma-separated names of :data:`SHAPES`; an unknown one is ``ap.error`` (one line, exit 2)."""
+    names = text.split(",")
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")
+    return names
+
+
+def token_counts(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """``--tokens`` as comma-separated integers; anything else is ``ap.error`` (one line, exit 2)."""
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        ap.error(f"--tokens {text!r}: comma-separated integers (e.g. 1,8,64)")

@@ -41,7 +41,7 @@ from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
 from moe_oracle.cost.geometry import Kernel, Regime, geometry
 from moe_oracle.cost.model import CostEstimate
-from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie
+from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie, predicted_gap
 
 RESULTS = Path(__file__).resolve().parent / "results" / "h200"
 #: the sweeps of 2026-12-01, the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix), and the three
@@ -190,7 +190,7 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
             if len(have) < 2:
                 continue
             first, second = (CostEstimate(pm[(s, p, t)], "left out", True, True) for p in have[:2])
-            gap = second.us / first.us - 1
+            gap = predicted_gap(first, second)
             regret = mm[(s, have[0], t)] / min(mm[(s, p, t)] for p in have) - 1
             rows.append((names[s], t, have[0], have[1], gap, regret, first, second))
             # how far the predicted ratio of the two is from the measured one (what a band has to cover)
@@ -198,9 +198,9 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
     print(f"cells banded at NEAR_TIE = {NEAR_TIE:.0%}, and every cell over 1% regret")
     print("| shape | T | ranked first | second | predicted gap | near tie | regret |\n|---|---|---|---|---|---|---|")
     for name, t, a, b, gap, regret, first, second in rows:
-        if is_near_tie(first, second) or regret > 0.01:
-            tie = "yes" if is_near_tie(first, second) else "no"
-            print(f"| {name} | {t} | {SHORT[a]} | {SHORT[b]} | {gap:.1%} | {tie} | {regret:.1%} |")
+        tie = is_near_tie(first, second)
+        if tie or regret > 0.01:
+            print(f"| {name} | {t} | {SHORT[a]} | {SHORT[b]} | {gap:.1%} | {'yes' if tie else 'no'} | {regret:.1%} |")
     over = sum(r[5] > 0.01 for r in rows)
     ratio_errors.sort()
     quantiles = ", ".join(

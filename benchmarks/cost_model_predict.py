@@ -23,14 +23,14 @@ import argparse
 import json
 from pathlib import Path
 
-from _shapes import SHAPES, group
+from _shapes import SHAPES, group, shape_names, token_counts
 from cost_model_loso import DEFAULT, SHORT, load
 
 from moe_oracle.cost.active_experts import expected_active_experts
 from moe_oracle.cost.calibration import features, fit_pooled
 from moe_oracle.cost.geometry import geometry, kernel_for
 from moe_oracle.cost.model import CostEstimate
-from moe_oracle.cost.near_tie import is_near_tie
+from moe_oracle.cost.near_tie import is_near_tie, predicted_gap
 from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, MXFP4
 
 #: the sweep's path names, as the package keys them
@@ -87,7 +87,7 @@ def ranking(run: dict, predicted: dict[tuple[str, int], float]) -> None:
         cells, over, flagged = cells + 1, over + (regret > 0.01), flagged + (regret > 0.01 and tie)
         name = SHORT[SWEEP_KEYS[order[0]]]
         print(
-            f"| {t} | {name} | {second.us / first.us - 1:.1%} | {'yes' if tie else 'no'} | "
+            f"| {t} | {name} | {predicted_gap(first, second):.1%} | {'yes' if tie else 'no'} | "
             f"{SHORT[SWEEP_KEYS[best]]} | {regret:.1%} |"
         )
     print(f"{cells} cells, {over} over 1% regret, {flagged} of them flagged near ties")
@@ -107,16 +107,10 @@ def main() -> None:
         return
     if not args.shapes:
         ap.error("name the shapes (benchmarks/_shapes.py), or give --against")
-    unknown = [n for n in args.shapes.split(",") if n not in SHAPES]
-    if unknown:
-        ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")
-    try:
-        tokens = [int(t) for t in args.tokens.split(",")]
-    except ValueError:
-        ap.error(f"--tokens {args.tokens!r}: comma-separated integers (e.g. 1,8,64)")
+    names, tokens = shape_names(ap, args.shapes), token_counts(ap, args.tokens)
     by, _, _ = load(DEFAULT)
     out: dict[str, dict] = {}
-    for name in args.shapes.split(","):
+    for name in names:
         s = SHAPES[name]
         shape = (s.hidden, s.inter, s.experts, s.top_k)
         fit_on = len(by) - (shape in by)

@@ -24,7 +24,7 @@ import csv
 import io
 from pathlib import Path
 
-from _shapes import SHAPES
+from _shapes import shape_names, token_counts
 
 #: the counters ``--parse`` prints, in order (Nsight Compute metric names for GH100), with their column titles
 METRICS = (
@@ -156,14 +156,7 @@ def main() -> None:
             ap.error(f"--parse {args.parse!r}: {exc.strerror or exc}")
         print(table(parse(text)))
         return
-    shapes = args.shapes.split(",")
-    unknown = [s for s in shapes if s not in SHAPES]
-    if unknown:
-        ap.error(f"unknown shape {', '.join(map(repr, unknown))}: one of {', '.join(SHAPES)}")
-    try:
-        tokens = [int(t) for t in args.tokens.split(",")]
-    except ValueError:
-        ap.error(f"--tokens {args.tokens!r}: comma-separated integers (e.g. 1,8,64)")
+    shapes, tokens = shape_names(ap, args.shapes), token_counts(ap, args.tokens)
     if min(tokens) < 1 or args.max_tokens < 1:
         ap.error("--tokens and --max-tokens count tokens per rank: at least 1")
     run(shapes, args.variant, tokens, args.max_tokens)

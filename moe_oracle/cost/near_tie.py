@@ -25,11 +25,17 @@ from moe_oracle.cost.model import CostEstimate
 NEAR_TIE = 0.05
 
 
-def is_near_tie(a: CostEstimate, b: CostEstimate, band: float = NEAR_TIE) -> bool:
-    """True when ``a`` and ``b`` are within ``band`` of each other (relative to the faster) and at least one of them
-    was estimated from other shapes (:attr:`CostEstimate.transferred`)."""
+def predicted_gap(a: CostEstimate, b: CostEstimate) -> float:
+    """How much slower the slower of ``a`` and ``b`` is predicted to be: slower / faster - 1 (0 when the faster costs
+    nothing)."""
     fast, slow = sorted((a.us, b.us))
-    return (a.transferred or b.transferred) and fast > 0 and slow / fast - 1 < band
+    return slow / fast - 1 if fast > 0 else 0.0
+
+
+def is_near_tie(a: CostEstimate, b: CostEstimate, band: float = NEAR_TIE) -> bool:
+    """True when ``a`` and ``b`` are within ``band`` of each other (:func:`predicted_gap`) and at least one of them
+    was estimated from other shapes (:attr:`CostEstimate.transferred`)."""
+    return (a.transferred or b.transferred) and min(a.us, b.us) > 0 and predicted_gap(a, b) < band
 
 
 @dataclass(frozen=True)

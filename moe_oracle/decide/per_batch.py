@@ -8,7 +8,7 @@ per batch size, on the workload, and between the two cheapest fused candidates.
 from __future__ import annotations
 
 from moe_oracle.cost.model import CostEstimate, Workload, workload_cost
-from moe_oracle.cost.near_tie import NearTie, is_near_tie
+from moe_oracle.cost.near_tie import NearTie, is_near_tie, predicted_gap
 from moe_oracle.cost.nonfused import applicable_paths
 from moe_oracle.decide.candidates import Candidate
 from moe_oracle.model.types import MoELayerGroup
@@ -54,22 +54,17 @@ def regimes_note(batches: Batches) -> str | None:
     return f"cheapest per batch (tokens per rank): {spans}; one path serves every batch, chosen for the workload"
 
 
-def _gap(a: CostEstimate, b: CostEstimate) -> float:
-    fast, slow = sorted((a.us, b.us))
-    return slow / fast - 1 if fast > 0 else 0.0
-
-
 def fused_tie(ranked: list[Candidate]) -> tuple[NearTie, ...]:
     """The two cheapest of the ``ranked`` eligible fused candidates (cheapest first), when the model cannot tell them
     apart."""
     ranked = [c for c in ranked if c.eligible and c.cost is not None][:2]
-    if len(ranked) < 2 or ranked[0].key == ranked[1].key:
+    if len(ranked) < 2:
         return ()
     first, second = ranked[0].cost, ranked[1].cost
     assert first is not None and second is not None
     if not is_near_tie(first, second):
         return ()
-    return (NearTie((ranked[0].key, ranked[1].key), _gap(first, second)),)
+    return (NearTie((ranked[0].key, ranked[1].key), predicted_gap(first, second)),)
 
 
 def workload_tie(fused: Candidate | None, key: str, cost: CostEstimate) -> tuple[NearTie, ...]:
@@ -78,23 +73,25 @@ def workload_tie(fused: Candidate | None, key: str, cost: CostEstimate) -> tuple
     if fused is None or fused.cost is None or not is_near_tie(fused.cost, cost):
         return ()
     keys = (fused.key, key) if fused.cost.us <= cost.us else (key, fused.key)
-    return (NearTie(keys, _gap(fused.cost, cost)),)
+    return (NearTie(keys, predicted_gap(fused.cost, cost)),)
 
 
 def batch_ties(batches: Batches) -> tuple[NearTie, ...]:
     """Per batch size, the two cheapest paths when the model cannot tell them apart; neighbouring batch sizes with
     the same pair in the same order are one span (its largest gap)."""
     spans: list[NearTie] = []
-    for t, costs in batches:
+    start, last = 0, -2  # the current span's first batch size, and the grid index of the last tie
+    for i, (t, costs) in enumerate(batches):
         order = sorted(costs, key=lambda k: costs[k].us)
         if len(order) < 2 or not is_near_tie(costs[order[0]], costs[order[1]]):
             continue
-        pair, gap = (order[0], order[1]), _gap(costs[order[0]], costs[order[1]])
-        last = spans[-1] if spans else None
-        if last is not None and last.paths == pair and last.tokens is not None and _next(batches, last.tokens[1]) == t:
-            spans[-1] = NearTie(pair, max(gap, last.gap), (last.tokens[0], t))
+        pair, gap = (order[0], order[1]), predicted_gap(costs[order[0]], costs[order[1]])
+        if spans and last == i - 1 and spans[-1].paths == pair:
+            spans[-1] = NearTie(pair, max(gap, spans[-1].gap), (start, t))
         else:
+            start = t
             spans.append(NearTie(pair, gap, (t, t)))
+        last = i
     return tuple(spans)
 
 
@@ -108,10 +105,3 @@ def tie_tokens(ties: tuple[NearTie, ...], batches: Batches, workload: Workload) 
         else:
             out.update(t for t, _ in batches if tie.tokens[0] <= t <= tie.tokens[1])
     return tuple(sorted(out))
-
-
-def _next(batches: Batches, tokens: int) -> int | None:
-    """The batch size after ``tokens`` in the grid."""
-    sizes = [t for t, _ in batches]
-    i = sizes.index(tokens)
-    return sizes[i + 1] if i + 1 < len(sizes) else None
