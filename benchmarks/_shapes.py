@@ -48,13 +48,21 @@ SHAPES: dict[str, Shape] = {
     "deepseek-v3": Shape("deepseek-ai/DeepSeek-V3", 7168, 2048, 256, 8, Scoring.SIGMOID, "Hub config.json (V3, R1)"),
     "glm-4.5": Shape("zai-org/GLM-4.5", 5120, 1536, 160, 8, Scoring.SIGMOID, "models.md (GLM-4.5/4.6/4.7)"),
     "ernie-4.5-21b-a3b": Shape("baidu/ERNIE-4.5-21B-A3B", 2560, 1536, 64, 6, Scoring.SOFTMAX, "families-2026-12.md"),
+    # a hidden-size probe (2026-12-03): DeepSeek-V3's, GLM-5's and MiMo-V2-Flash's other dimensions (I 2048, 256
+    # experts, top-8) at other H; at BLOCK_M 128 the FP8 kernel combines H 3072 and 5120 in 4 chunks (like 4096 and
+    # 6144) and H 3584 in 7 (like 7168; ``kSplitMNNumChunks`` in ``sm90_fp8_mega_moe.cuh``); not families
+    "probe-h3072": Shape("probe: H 3072, I 2048, E 256, top-8", 3072, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-h3584": Shape("probe: H 3584, I 2048, E 256, top-8", 3584, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-h5120": Shape("probe: H 5120, I 2048, E 256, top-8", 5120, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
 }
 #: shapes predicted before they were measured (``cost_model_predict.py``, 2026-12-03); measured since and in the package
 #: calibration too, but not in the configuration probes' committed runs, which :data:`CALIBRATED` drives
 PREDICTED = ("deepseek-v3", "glm-4.5", "ernie-4.5-21b-a3b")
 #: the thirteen shapes measured on the H200 before 2026-12-03 (GLM-4.5-Air is refused by the build); the committed runs
 #: of the configuration probes predate Qwen3.5-397B-A17B and cover the other twelve
-CALIBRATED = tuple(name for name in SHAPES if name != "glm-4.5-air" and name not in PREDICTED)
+CALIBRATED = tuple(
+    name for name in SHAPES if name != "glm-4.5-air" and name not in PREDICTED and not name.startswith("probe-")
+)
 
 
 def group(name: str, quant: QuantSpec) -> MoELayerGroup:

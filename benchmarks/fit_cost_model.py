@@ -34,8 +34,8 @@ def calibrations(run: dict, source: str) -> list[Calibration]:
     shape = run["shape"]
     out = []
     for path, key in run["keys"].items():
-        if path in run["conversion"].get("refused", {}):
-            continue  # the build refused this shape on that path: nothing was measured
+        if path in run["conversion"].get("refused", {}) or not any(path in r for r in run["rows"]):
+            continue  # the build refused this shape on that path, or the run left it out: nothing was measured
         per_expert = run["conversion"]["mxfp4_bytes" if path == "fused_fp4" else "fp8_bytes"] // shape["num_experts"]
         library = LIBRARY.format(torch=run["torch"]) + (GLUE if key.startswith("nonfused:") else "")
         out.append(

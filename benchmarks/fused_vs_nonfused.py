@@ -30,6 +30,9 @@ and instant board power read after every timed replay (``_timing.time_steady``):
 runs only it, at the clock its own power draw sets (stored per path as ``steady`` in ``--json``, with the warm-up).
 ``--steady-reversed`` times the paths alone in the reverse order (a check that the order does not set the result).
 
+``--fused fp8`` (or ``fp4``) builds and times only that fused variant, beside both non-fused layouts (which also
+stage the reference's input): a probe of one kernel that need not compile the other.
+
 ``--json FILE`` writes every measurement (the input of ``benchmarks/fit_cost_model.py`` and
 ``benchmarks/oracle_regret.py``). Run on an H200 with a DeepGEMM build that has the SM90 kernels:
 
@@ -71,6 +74,10 @@ KEYS = {
 }
 
 
+#: the fused variants ``--fused`` can name (both by default)
+FUSED = ("fp8", "fp4")
+
+
 def nbytes(*tensors) -> int:
     return sum(t.numel() * t.element_size() for t in tensors if t is not None)
 
@@ -98,10 +105,11 @@ def oracle_conversion(model, deployment: str):
     return conv
 
 
-def build_paths(g, experts, conversion, max_tokens: int) -> tuple[dict, dict]:
-    """The four layers (EP1 on this GPU) and the conversion measurements. A fused path whose build refuses the
-    shape (a limit of the installed DeepGEMM build, raised before or while its buffer is made) is left out and its
-    one-line reason kept in ``info["refused"]``; the non-fused paths run whatever the fused ones do."""
+def build_paths(g, experts, conversion, max_tokens: int, fused: tuple[str, ...] = FUSED) -> tuple[dict, dict]:
+    """The layers (EP1 on this GPU: the fused variants ``fused`` names, both non-fused layouts) and the conversion
+    measurements. A fused path whose build refuses the shape (a limit of the installed DeepGEMM build, raised before
+    or while its buffer is made) is left out and its one-line reason kept in ``info["refused"]``; the non-fused
+    paths run whatever the fused ones do (they stage the reference's input too)."""
     cfg = LayerConfig(group=g, max_tokens_per_rank=max_tokens)
     g8 = g.model_copy(update={"weight_quant": conversion.target})
     cfg8 = LayerConfig(group=g8, max_tokens_per_rank=max_tokens)
@@ -116,20 +124,23 @@ def build_paths(g, experts, conversion, max_tokens: int) -> tuple[dict, dict]:
     info.update(lossless=rep.lossless, blocks=rep.total_blocks, lossy_blocks=len(rep.lossy_blocks))
     info["changed_elements"] = rep.changed_elements
     info["fp8_bytes"] = nbytes(converted.w13, converted.w2, converted.w13_scale, converted.w2_scale)
-    try:
-        layers["fused_fp4"] = build_layer(KEYS["fused_fp4"], cfg, experts)
-    except Exception as exc:  # a build limit (BackendUnavailableError, LayerInputError) or the library's assertion
-        info["refused"]["fused_fp4"] = f"{type(exc).__name__}: {exc}"
-    try:
-        fused8 = ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion)
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fused8.load(experts)
-        torch.cuda.synchronize()
-        info["load_s"] = time.perf_counter() - t0
-        layers["fused_fp8"] = fused8
-    except Exception as exc:
-        info["refused"]["fused_fp8"] = f"{type(exc).__name__}: {exc}"
+    builders = {
+        "fp4": lambda: build_layer(KEYS["fused_fp4"], cfg, experts),
+        "fp8": lambda: ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion),
+    }
+    for variant in sorted(fused, reverse=True):  # fp4 first, as before --fused
+        path = f"fused_{variant}"
+        try:
+            layer = builders[variant]()
+            if variant == "fp8":
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                layer.load(experts)
+                torch.cuda.synchronize()
+                info["load_s"] = time.perf_counter() - t0
+            layers[path] = layer
+        except Exception as exc:  # a build limit (BackendUnavailableError, LayerInputError) or the library's assertion
+            info["refused"][path] = f"{type(exc).__name__}: {exc}"
     for path, reason in info["refused"].items():
         print(f"   {path} refused: {reason.splitlines()[0][:300]}")
     for layout in ("psum", "m_indices"):
@@ -236,7 +247,7 @@ def run_model(name: str, args, tokens, bw: float, peak: float, device: str, out:
     w13, w2 = random_masters(g, torch.Generator(device="cuda").manual_seed(0))
     experts = quantize_experts(w13, w2, g.weight_quant)
     del w13, w2
-    layers, info = build_paths(g, experts, conversion, max(tokens))
+    layers, info = build_paths(g, experts, conversion, max(tokens), args.fused)
     print(
         f"conversion {conversion.label}: "
         f"lossless={info.get('lossless')} over {info.get('blocks')} blocks ({info.get('lossy_blocks')} lossy, "
@@ -264,7 +275,8 @@ def run_model(name: str, args, tokens, bw: float, peak: float, device: str, out:
             },
             "copy_tb_s": bw / 1e12,
             "fp8_peak_tflops": peak / 1e12,
-            "timing": "CUDA graphs, L2 cleared, the four paths interleaved: 7 rounds x 5 replays, order rotating",
+            "timing": f"CUDA graphs, L2 cleared, the {len(layers)} paths interleaved: 7 rounds x 5 replays, "
+            "order rotating",
             "keys": KEYS,
             "conversion": info,
             "rows": rows,
@@ -316,7 +328,11 @@ def main() -> None:
         "replays (clock, instant power)",
     )
     ap.add_argument("--steady-reversed", action="store_true", help="time the paths alone in the reverse order")
+    ap.add_argument("--fused", default=",".join(FUSED), help="the fused variants to build and time: fp8, fp4, commas")
     args = ap.parse_args()
+    args.fused = tuple(args.fused.split(","))
+    if not set(args.fused) <= set(FUSED):
+        ap.error(f"--fused {','.join(args.fused)!r}: comma-separated, of {', '.join(FUSED)}")
     tokens = tuple(int(t) for t in args.tokens.split(","))
     bw = copy_bandwidth()
     name = torch.cuda.get_device_name()
