@@ -20,6 +20,11 @@ by more than 10%). Runs on a CPU::
     python benchmarks/cost_model_loso.py --rates [FOLDER ...]   (the FP8 kernel's streaming rate at BLOCK_M 128)
     python benchmarks/cost_model_loso.py --near-ties [FOLDER ...]   (the cells the model calls near ties)
 
+``--probes FOLDER ...`` predicts the sweeps in FOLDER (shapes measured to test a mechanism, in no calibration: the
+hidden-size probe of ``results/h200/2026-12-03/probe``) from a fit over the default folders' shapes (leaving out the
+same shape if it is there) and prints, per shape, path and T, the measured and predicted us, the error, and the
+time per padded TFLOP (what separates one H from another at the same E, I and top-k).
+
 ``--near-ties`` scores :mod:`moe_oracle.cost.near_tie` on the same left-out predictions: per cell, the predicted gap
 between the two paths ranked first, whether the band calls it a near tie, and the regret there; the percentiles of the
 error of that predicted ratio; then, per band, how many cells it flags and how many of the cells over 1% regret it
@@ -214,8 +219,30 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
         print(f"| {band:.0%} | {len(flagged)} | {sum(r[5] > 0.01 for r in flagged)} of {over} |")
 
 
+def probes(folders: list[Path]) -> None:
+    """Each sweep in ``folders`` predicted from the default folders' other shapes (see the module docstring)."""
+    by, _, _ = load(DEFAULT)
+    print("| shape | path | T | measured us | predicted us | error | us per padded TFLOP |")
+    print("|---|---|---|---|---|---|---|")
+    for folder in folders:
+        for f in sorted(folder.glob("fused_vs_nonfused_*.json")):
+            run = json.loads(f.read_text())
+            for c in calibrations(run, f.name):
+                s = (c.hidden_size, c.moe_intermediate_size, c.num_experts, c.top_k)
+                fit = fit_pooled(tuple(x for s2, pp in by.items() if s2 != s for x in pp.get(c.variant, [])))
+                for (x, _), (t, _, us) in zip(calibration_features(c), c.points, strict=True):
+                    padded = x[6] + x[15]  # the padded MMA work, at either rate
+                    per = f"{us / padded:.0f}" if padded > 0 else "-"
+                    name = run["model"].split(" (")[0].removeprefix("probe: ")
+                    p = fit.predict(x)
+                    print(f"| {name} | {SHORT[c.variant]} | {t} | {us:.0f} | {p:.0f} | {p / us - 1:+.1%} | {per} |")
+
+
 def main() -> None:
     args = sys.argv[1:]
+    if args[:1] == ["--probes"]:
+        probes([Path(a) for a in args[1:]])
+        return
     if args[:1] == ["--rates"]:
         by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
         rates(by, names)

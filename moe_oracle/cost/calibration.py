@@ -30,7 +30,18 @@ call does on one rank, counted in the blocks the kernel's own heuristics pick (:
   shapes of 64 to 384 experts stream 2.2-2.9 TB/s from H 3072 (Kimi-K2's 384 at T = 4096 and 8192: 2.6) and
   1.5-2.1 at H 2048 (Laguna-XS.2, Qwen3-30B); at BLOCK_M 64 the 512-expert shapes run at the others' rate. That
   spilled registers are what slows the main loop is inferred from the frame sizes and the times, not traced
-  instruction by instruction (docs/performance.md §13.1).
+  instruction by instruction (docs/performance.md §13.1);
+- in the FP8 kernel at BLOCK_M 128 x BLOCK_N 256 with H >= 7168 (DeepSeek-V3, Kimi-K2), its own rate per padded
+  TFLOP: the host turns on the split-phase hot path there (``split_phase_hot_path``,
+  ``csrc/jit_kernels/impls/sm90_fp8_mega_moe.hpp:181-182``: the L1 and L2 blocks through separate compile-time
+  lambdas), and its math warps rescale the running accumulator once per K-block (``rescale_l1_final``, from
+  ``sm90_fp8_mega_moe.cuh:1081``) where a smaller H pre- and post-scales it around every K-block's WGMMAs; measured
+  on one H200 in one run, DeepSeek-V3's shape took 23-24% less time per unit of work than GLM-5's (H 6144) at
+  T = 4096 and 8192 (docs/performance.md §17.1);
+- in the m_indices layout of the non-fused path, the MB its all-padding blocks load: DeepGEMM's TMA warp issues A
+  and B for every K-block of every block it is dealt (``sm90_fp8_gemm_1d2d.cuh:175-206``; expert 0's weights for a
+  block whose ``m_indices`` are -1) and the math warps wait for each before skipping the MMA (``:273-274``,
+  ``:351-356``), so a padding block costs a tile's loads from L2, not only its scheduling (fit: 0.07 us per MB).
 
 Which terms a path's fit uses is :data:`PATH_TERMS` (the fused SM90 kernels, the non-fused grouped GEMMs, and
 the five-term model for paths whose blocks are not modelled). One shape cannot tell most terms apart: its own
@@ -116,6 +127,8 @@ TERMS = (
     "per tile, BLOCK_M 128",
     "per MB streamed (expert MB x its M-blocks), FP8 kernel at BLOCK_M 128 with over 384 local experts",
     "per scheduler step at BLOCK_M 128, FP8 kernel (local experts x ceil(local experts / 32), thousands)",
+    "per padded TFLOP, FP8 kernel's split-phase hot path (BLOCK_M 128, BLOCK_N 256, H >= 7168)",
+    "per MB the m_indices layout's all-padding blocks load (every K-block of A and B; MMA skipped)",
 )
 #: the previous model's five terms (fixed, local experts, active-expert MB, TFLOP, token-pair MB): paths whose
 #: blocks are not modelled, and the "before" column of ``benchmarks/cost_model_loso.py``
@@ -125,9 +138,9 @@ ONE_SHAPE_TERMS = (0, 3, 5)
 FEW_POINT_TERMS = (0, 3)
 #: the terms each kind of path is fit with over several shapes
 PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
-    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14),
+    Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
     Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
-    Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12),
+    Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12, 16),
     Kernel.GROUPED_PSUM: (0, 1, 3, 4, 6, 7, 8, 12),
     None: FIVE_TERMS,
 }
@@ -205,6 +218,7 @@ def features(
         x[8] = g.critical_mb
         x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
         x[_TILE_TERM[g.regime]] = g.tiles
+        x[16] = g.padding_mb
         if kernel is Kernel.SM90_FP8 and g.regime is Regime.LARGE_M and local > SPILLED_LARGE_M_EXPERTS:
             # the spilled main loop sets the pace: one rate per weight MB streamed (once per M-block), the block
             # terms give way (see the module docstring)
@@ -212,6 +226,8 @@ def features(
             x[2] = x[4] = x[6] = x[8] = x[9] = x[12] = 0.0
         elif kernel is Kernel.SM90_FP8 and g.regime is Regime.LARGE_M:
             x[14] = x[2]  # the same walk, its per-lane counts spilled
+            if g.split_phase:
+                x[15], x[6] = x[6], 0.0
     return tuple(x)
 
 

@@ -46,6 +46,9 @@ LARGE_M_TOKENS_PER_EXPERT = 64.0
 SWAP_AB_MAX_TOKENS = 128
 #: the largest expected tokens per expert at which the SM90 FP8xMXFP4 kernel runs swapAB (its "flash"/"pro" shapes)
 FP4_SWAP_AB_MAX_TOKENS_PER_EXPERT = 24.0
+#: the smallest H at which the SM90 FP8 kernel at BLOCK_M 128 x BLOCK_N 256 runs its split-phase hot path
+#: (``split_phase_hot_path``, ``csrc/jit_kernels/impls/sm90_fp8_mega_moe.hpp:181-182``)
+SPLIT_PHASE_MIN_HIDDEN = 7168
 #: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
 GROUPED_BLOCK_M = 128
 
@@ -90,7 +93,10 @@ class Geometry:
     runs one after the other (1: all at once). ``block_n``: of the first GEMM (L1 / W13); ``block_n_l2`` of the
     second (the fused kernels use one BLOCK_N for both). ``mma_rows_l1`` / ``mma_rows_l2``: expected token rows the
     MMAs of each GEMM compute, padding included, summed over the M-blocks (``m_blocks * block_m`` except in the
-    FP8xMXFP4 kernel's swapAB blocks, which run as wide as their tokens need: :data:`FP4_SWAP_L1_WIDTHS`)."""
+    FP8xMXFP4 kernel's swapAB blocks, which run as wide as their tokens need: :data:`FP4_SWAP_L1_WIDTHS`).
+    ``split_phase``: the SM90 FP8 kernel's split-phase hot path (BLOCK_M 128, BLOCK_N 256, H >=
+    :data:`SPLIT_PHASE_MIN_HIDDEN`). ``padding_mb``: MB of A and B tiles the m_indices layout's all-padding blocks
+    load (each visited block beyond ``m_blocks``, every K-block of both GEMMs); 0 for the other kernels."""
 
     kernel: Kernel
     regime: Regime
@@ -104,6 +110,8 @@ class Geometry:
     block_n_l2: int = 0
     mma_rows_l1: float = 0.0
     mma_rows_l2: float = 0.0
+    split_phase: bool = False
+    padding_mb: float = 0.0
 
 
 def swap_rows(tokens: int, block_m: int, widths: tuple[int, ...]) -> int:
@@ -270,6 +278,10 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     rounds_l2 = waves * math.ceil(m_blocks / waves * l2_n / SM90_SMS)
     critical = (rounds_l1 * block_n * hidden + rounds_l2 * block_n_l2 * inter) / 1e6
     rows_l1 = rows_l2 = m_blocks * block_m
+    # sm90_fp8_gemm_1d2d.cuh: the TMA warp loads A and B for every K-block of every block it is dealt (expert 0's
+    # weights for an all-padding block, whose m_indices are -1), the math warps wait for each and skip the MMA
+    padding = max(0.0, visited - m_blocks)
+    padding_mb = padding * (l1_n * (block_m + block_n) * hidden + l2_n * (block_m + block_n_l2) * inter) / 1e6
     if kernel is Kernel.SM90_FP4 and regime is Regime.SWAP_AB:
         n24 = int(inter <= 2048 and wave == 16)  # kSwapABFlashN24Dispatch
         args = (local, num_experts, top_k, tokens, max(ep, 1), block_m)
@@ -288,4 +300,6 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         block_n_l2=block_n_l2,
         mma_rows_l1=rows_l1,
         mma_rows_l2=rows_l2,
+        split_phase=kernel is Kernel.SM90_FP8 and (block_m, block_n) == (128, 256) and hidden >= SPLIT_PHASE_MIN_HIDDEN,
+        padding_mb=padding_mb,
     )

@@ -152,6 +152,45 @@ def test_fp8_kernel_at_block_m_128_spills_past_384_local_experts():
     assert x[stream] == x[walk] == 0
 
 
+def test_fp8_kernel_runs_its_split_phase_hot_path_from_h_7168_at_block_m_128():
+    # sm90_fp8_mega_moe.hpp:181-182: BLOCK_M 128, BLOCK_N 256 and H >= 7168 (DeepSeek-V3, Kimi-K2 at large T)
+    assert geometry(FP8, 4096, 7168, 2048, 256, 8, 1).split_phase
+    assert geometry(FP8, 8192, 7168, 2048, 384, 8, 1).split_phase
+    assert not geometry(FP8, 4096, 6144, 2048, 256, 8, 1).split_phase  # GLM-5's H
+    assert not geometry(FP8, 512, 7168, 2048, 256, 8, 1).split_phase  # 16 tokens per expert: BLOCK_M 64
+    assert not geometry(FP4, 4096, 7168, 2048, 256, 8, 1).split_phase  # the FP8xMXFP4 kernel has no such path
+    fast = TERMS.index("per padded TFLOP, FP8 kernel's split-phase hot path (BLOCK_M 128, BLOCK_N 256, H >= 7168)")
+    fp8 = "deep_gemm_mega_moe:sm90_fp8xfp8"
+    x = features(fp8, 4096, 256, 44_040_192, 8, 7168, 2048, 256)
+    assert x[fast] > 0 and x[6] == 0  # its padded work at its own rate
+    x = features(fp8, 4096, 256, 37_748_736, 8, 6144, 2048, 256)
+    assert x[fast] == 0 and x[6] > 0
+
+
+def test_m_indices_padding_blocks_load_every_k_block_of_their_tiles():
+    padding = TERMS.index(
+        "per MB the m_indices layout's all-padding blocks load (every K-block of A and B; MMA skipped)"
+    )
+    # GLM-5 at T = 32: 256 routed rows padded per expert to 32,768 launched rows (256 blocks of 128) for about 160
+    # active experts: the rest are all padding, each streaming BLOCK_M + BLOCK_N rows of K bytes per N-tile
+    g = geometry(GROUPED, 32, 6144, 2048, 256, 8, 1)
+    blocks = 32768 / 128
+    l1_n, l2_n = -(-2 * 2048 // g.block_n), -(-6144 // g.block_n_l2)
+    assert 150 < g.m_blocks < 170 and g.tiles == pytest.approx(blocks * (l1_n + l2_n))
+    per_block = (l1_n * (128 + g.block_n) * 6144 + l2_n * (128 + g.block_n_l2) * 2048) / 1e6
+    assert g.padding_mb == pytest.approx((blocks - g.m_blocks) * per_block)
+    x = features("nonfused:deepgemm_fp8_m_indices", 32, 160, 37_748_736, 8, 6144, 2048, 256)
+    assert x[padding] == pytest.approx(g.padding_mb)
+    # the psum layout visits only the blocks that hold tokens, the fused kernels' schedulers only routed ones
+    assert geometry(Kernel.GROUPED_PSUM, 32, 6144, 2048, 256, 8, 1).padding_mb == 0
+    assert features("nonfused:deepgemm_fp8_psum", 32, 160, 37_748_736, 8, 6144, 2048, 256)[padding] == 0
+    assert geometry(FP8, 32, 6144, 2048, 256, 8, 1).padding_mb == 0
+    # at T = 8192 the bound (65,536 routed rows + 127 per expert: 766 blocks) still launches about 130 blocks past
+    # the routed ones
+    large = geometry(GROUPED, 8192, 6144, 2048, 256, 8, 1)
+    assert large.padding_mb == pytest.approx((766 - large.m_blocks) * per_block) and 120 < 766 - large.m_blocks < 140
+
+
 def test_nnls_keeps_coefficients_non_negative():
     rows = [(1.0, float(x), -float(x)) for x in range(1, 9)]
     ys = [2.0 + 3.0 * x for x in range(1, 9)]
@@ -172,7 +211,7 @@ def test_loso_table_is_the_committed_result_and_the_docs_quote_it():
     out = subprocess.run(
         [sys.executable, str(ROOT / "benchmarks" / "cost_model_loso.py")], capture_output=True, text=True, check=True
     ).stdout
-    saved = (ROOT / "benchmarks/results/h200/2026-12-03/cost_model_loso.txt").read_text()
+    saved = (ROOT / "benchmarks/results/h200/2026-12-03/model/cost_model_loso.txt").read_text()
     assert out == saved
     docs = (ROOT / "docs/performance.md").read_text()
     assert all(line in docs for line in saved.splitlines() if line.startswith(("|", "package model", "previous")))
