@@ -128,7 +128,7 @@ def build_paths(g, experts, conversion, max_tokens: int, fused: tuple[str, ...] 
         "fp4": lambda: build_layer(KEYS["fused_fp4"], cfg, experts),
         "fp8": lambda: ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion),
     }
-    for variant in sorted(fused, reverse=True):  # fp4 first, as before --fused
+    for variant in (v for v in ("fp4", "fp8") if v in fused):  # fp4 first, as before --fused
         path = f"fused_{variant}"
         try:
             layer = builders[variant]()
