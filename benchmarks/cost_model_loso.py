@@ -66,6 +66,44 @@ Cell = tuple[Shape, str, int]
 
 
 @dataclass(frozen=True)
+class CellRank:
+    """One (shape, T) cell of an FP8 checkpoint ranked on predictions: ``order``, the paths predicted fastest first;
+    ``first`` and ``second``, the two ranked first as estimates from other shapes; ``best``, the path measured
+    fastest; ``regret``, the first's measured time over the best's, minus 1."""
+
+    order: tuple[str, ...]
+    first: CostEstimate
+    second: CostEstimate
+    best: str
+    regret: float
+
+    @property
+    def gap(self) -> float:
+        return predicted_gap(self.first, self.second)
+
+    def tie(self, band: float = NEAR_TIE) -> bool:
+        return is_near_tie(self.first, self.second, band)
+
+
+def rank_cell(predicted: dict[str, float], measured: dict[str, float]) -> CellRank | None:
+    """The cell whose paths (of :data:`FP8_PATHS`) have both a prediction and a measurement, ranked on the
+    predictions; None with fewer than two such paths."""
+    have = [p for p in FP8_PATHS if p in predicted and p in measured]
+    if len(have) < 2:
+        return None
+    order = tuple(sorted(have, key=predicted.__getitem__))
+    first, second = (CostEstimate(predicted[p], "left out", True, True) for p in order[:2])
+    best = min(have, key=measured.__getitem__)
+    return CellRank(order, first, second, best, measured[order[0]] / measured[best] - 1)
+
+
+def cell(pm: dict[Cell, float], mm: dict[Cell, float], s: Shape, t: int) -> CellRank | None:
+    """:func:`rank_cell` of shape ``s`` at ``t`` from left-out predictions ``pm`` and measurements ``mm``."""
+    pick = {p: (s, p, t) for p in FP8_PATHS}
+    return rank_cell({p: pm[k] for p, k in pick.items() if k in pm}, {p: mm[k] for p, k in pick.items() if k in mm})
+
+
+@dataclass(frozen=True)
 class ShapeScore:
     max_error: float
     worst: tuple[str, int]  # the path and T of the worst error
@@ -131,14 +169,12 @@ def score(by: dict[Shape, dict[str, list[Calibration]]], pm: dict[Cell, float], 
         worst = (0.0, 0)
         cells = over = 0
         for t in sorted({k[2] for k in mm if k[0] == s}):
-            have = [p for p in FP8_PATHS if (s, p, t) in mm]
-            if len(have) < 2:
+            ranked = cell(pm, mm, s, t)
+            if ranked is None:
                 continue
-            chosen = min(have, key=lambda p, t=t: pm[(s, p, t)])
-            regret = mm[(s, chosen, t)] / min(mm[(s, p, t)] for p in have) - 1
             cells += 1
-            over += regret > 0.01
-            worst = max(worst, (regret, t))
+            over += ranked.regret > 0.01
+            worst = max(worst, (ranked.regret, t))
         top, (_, path, tokens) = errs[-1]
         med = statistics.median(e for e, _ in errs)
         out[s] = ShapeScore(top, (SHORT.get(path, path), tokens), med, worst[0], worst[1], cells, over)
@@ -188,25 +224,24 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
     """Each FP8 cell's left-out ranking: the predicted gap between the first two paths, the near-tie verdict at
     :data:`NEAR_TIE`, the regret of the first; then per band the cells flagged and the regret cells caught."""
     pm, mm = predict(by, None)
-    rows, ratio_errors = [], []
+    rows: list[tuple[str, int, CellRank]] = []
+    ratio_errors = []
     for s in sorted(by, key=lambda s: names[s]):
         for t in sorted({k[2] for k in mm if k[0] == s}):
-            have = sorted((p for p in FP8_PATHS if (s, p, t) in mm), key=lambda p, t=t: pm[(s, p, t)])
-            if len(have) < 2:
+            ranked = cell(pm, mm, s, t)
+            if ranked is None:
                 continue
-            first, second = (CostEstimate(pm[(s, p, t)], "left out", True, True) for p in have[:2])
-            gap = predicted_gap(first, second)
-            regret = mm[(s, have[0], t)] / min(mm[(s, p, t)] for p in have) - 1
-            rows.append((names[s], t, have[0], have[1], gap, regret, first, second))
+            rows.append((names[s], t, ranked))
             # how far the predicted ratio of the two is from the measured one (what a band has to cover)
-            ratio_errors.append(abs(math.log(gap + 1) - math.log(mm[(s, have[1], t)] / mm[(s, have[0], t)])))
+            a, b = ranked.order[:2]
+            ratio_errors.append(abs(math.log(ranked.gap + 1) - math.log(mm[(s, b, t)] / mm[(s, a, t)])))
     print(f"cells banded at NEAR_TIE = {NEAR_TIE:.0%}, and every cell over 1% regret")
     print("| shape | T | ranked first | second | predicted gap | near tie | regret |\n|---|---|---|---|---|---|---|")
-    for name, t, a, b, gap, regret, first, second in rows:
-        tie = is_near_tie(first, second)
-        if tie or regret > 0.01:
-            print(f"| {name} | {t} | {SHORT[a]} | {SHORT[b]} | {gap:.1%} | {'yes' if tie else 'no'} | {regret:.1%} |")
-    over = sum(r[5] > 0.01 for r in rows)
+    for name, t, r in rows:
+        if r.tie() or r.regret > 0.01:
+            a, b = (SHORT[p] for p in r.order[:2])
+            print(f"| {name} | {t} | {a} | {b} | {r.gap:.1%} | {'yes' if r.tie() else 'no'} | {r.regret:.1%} |")
+    over = sum(r.regret > 0.01 for _, _, r in rows)
     ratio_errors.sort()
     quantiles = ", ".join(
         f"{q}: {math.exp(ratio_errors[math.ceil(q / 100 * len(ratio_errors)) - 1]) - 1:.1%}" for q in (50, 75, 90)
@@ -215,8 +250,8 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
     print(f"error of the predicted ratio of the two paths ranked first, percentiles {quantiles}")
     print("| band | cells flagged | cells over 1% regret flagged |\n|---|---|---|")
     for band in sorted({0.01, 0.02, 0.03, NEAR_TIE, 0.05, 0.10}):
-        flagged = [r for r in rows if is_near_tie(r[6], r[7], band)]
-        print(f"| {band:.0%} | {len(flagged)} | {sum(r[5] > 0.01 for r in flagged)} of {over} |")
+        flagged = [r for _, _, r in rows if r.tie(band)]
+        print(f"| {band:.0%} | {len(flagged)} | {sum(r.regret > 0.01 for r in flagged)} of {over} |")
 
 
 def probes(folders: list[Path]) -> None:

@@ -24,13 +24,11 @@ import json
 from pathlib import Path
 
 from _shapes import SHAPES, group, shape_names, token_counts
-from cost_model_loso import DEFAULT, SHORT, load
+from cost_model_loso import DEFAULT, SHORT, load, rank_cell
 
 from moe_oracle.cost.active_experts import expected_active_experts
 from moe_oracle.cost.calibration import features, fit_pooled
 from moe_oracle.cost.geometry import geometry, kernel_for
-from moe_oracle.cost.model import CostEstimate
-from moe_oracle.cost.near_tie import is_near_tie, predicted_gap
 from moe_oracle.runtime.quantize import FP8_BLOCK_FP32, MXFP4
 
 #: the sweep's path names, as the package keys them
@@ -64,10 +62,6 @@ def against(predicted: Path, sweeps: list[Path]) -> None:
         ranking(run, p)
 
 
-#: the sweep's paths an FP8 checkpoint chooses among
-FP8_SWEEP = ("fused_fp8", "nonfused_psum", "nonfused_m_indices")
-
-
 def ranking(run: dict, predicted: dict[tuple[str, int], float]) -> None:
     """Per T of ``run``: the predicted first of the FP8 paths, its predicted gap to the second, the near-tie verdict,
     the measured best and the regret (chosen / best - 1); then how many cells are over 1% regret and how many of
@@ -76,19 +70,15 @@ def ranking(run: dict, predicted: dict[tuple[str, int], float]) -> None:
     cells = over = flagged = 0
     for row in run["rows"]:
         t = row["T"]
-        have = [n for n in FP8_SWEEP if row.get(n, {}).get("us") and (SWEEP_KEYS[n], t) in predicted]
-        if len(have) < 2:
+        measured = {key: row[name]["us"] for name, key in SWEEP_KEYS.items() if row.get(name, {}).get("us")}
+        ranked = rank_cell({key: us for (key, at), us in predicted.items() if at == t}, measured)
+        if ranked is None:
             continue
-        order = sorted(have, key=lambda n: predicted[(SWEEP_KEYS[n], t)])
-        first, second = (CostEstimate(predicted[(SWEEP_KEYS[n], t)], "predicted", True, True) for n in order[:2])
-        tie = is_near_tie(first, second)
-        best = min(have, key=lambda n: row[n]["us"])
-        regret = row[order[0]]["us"] / row[best]["us"] - 1
-        cells, over, flagged = cells + 1, over + (regret > 0.01), flagged + (regret > 0.01 and tie)
-        name = SHORT[SWEEP_KEYS[order[0]]]
+        tie = ranked.tie()
+        cells, over, flagged = cells + 1, over + (ranked.regret > 0.01), flagged + (ranked.regret > 0.01 and tie)
         print(
-            f"| {t} | {name} | {predicted_gap(first, second):.1%} | {'yes' if tie else 'no'} | "
-            f"{SHORT[SWEEP_KEYS[best]]} | {regret:.1%} |"
+            f"| {t} | {SHORT[ranked.order[0]]} | {ranked.gap:.1%} | {'yes' if tie else 'no'} | "
+            f"{SHORT[ranked.best]} | {ranked.regret:.1%} |"
         )
     print(f"{cells} cells, {over} over 1% regret, {flagged} of them flagged near ties")
 

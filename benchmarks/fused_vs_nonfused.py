@@ -124,23 +124,22 @@ def build_paths(g, experts, conversion, max_tokens: int, fused: tuple[str, ...] 
     info.update(lossless=rep.lossless, blocks=rep.total_blocks, lossy_blocks=len(rep.lossy_blocks))
     info["changed_elements"] = rep.changed_elements
     info["fp8_bytes"] = nbytes(converted.w13, converted.w2, converted.w13_scale, converted.w2_scale)
-    builders = {
-        "fp4": lambda: build_layer(KEYS["fused_fp4"], cfg, experts),
-        "fp8": lambda: ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion),
-    }
-    for variant in (v for v in ("fp4", "fp8") if v in fused):  # fp4 first, as before --fused
-        path = f"fused_{variant}"
+    if "fp4" in fused:
         try:
-            layer = builders[variant]()
-            if variant == "fp8":
-                torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                layer.load(experts)
-                torch.cuda.synchronize()
-                info["load_s"] = time.perf_counter() - t0
-            layers[path] = layer
+            layers["fused_fp4"] = build_layer(KEYS["fused_fp4"], cfg, experts)
         except Exception as exc:  # a build limit (BackendUnavailableError, LayerInputError) or the library's assertion
-            info["refused"][path] = f"{type(exc).__name__}: {exc}"
+            info["refused"]["fused_fp4"] = f"{type(exc).__name__}: {exc}"
+    if "fp8" in fused:
+        try:
+            fused8 = ConvertingLayer(build_layer(KEYS["fused_fp8"], cfg8), conversion)
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            fused8.load(experts)
+            torch.cuda.synchronize()
+            info["load_s"] = time.perf_counter() - t0
+            layers["fused_fp8"] = fused8
+        except Exception as exc:
+            info["refused"]["fused_fp8"] = f"{type(exc).__name__}: {exc}"
     for path, reason in info["refused"].items():
         print(f"   {path} refused: {reason.splitlines()[0][:300]}")
     for layout in ("psum", "m_indices"):

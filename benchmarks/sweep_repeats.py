@@ -18,20 +18,15 @@ import json
 import statistics
 from pathlib import Path
 
-PATHS = ("fused_fp8", "fused_fp4", "nonfused_psum", "nonfused_m_indices")
-SHORT = {
-    "fused_fp8": "fused FP8",
-    "fused_fp4": "fused MXFP4",
-    "nonfused_psum": "psum",
-    "nonfused_m_indices": "m_indices",
-}
+from cost_model_loso import SHORT
 
 
-def rows(ap: argparse.ArgumentParser, path: Path) -> tuple[str, dict[int, dict]]:
-    """The model name and the rows by T of one sweep; an unreadable file is ``ap.error`` (one line, exit 2)."""
+def rows(ap: argparse.ArgumentParser, path: Path) -> tuple[str, dict[str, str], dict[int, dict]]:
+    """The model name, the sweep's path names with the package key each times (its ``keys``, in their order) and
+    the rows by T of one sweep; an unreadable file is ``ap.error`` (one line, exit 2)."""
     try:
         run = json.loads(path.read_text())
-        return run["model"].split(" (")[0], {int(r["T"]): r for r in run["rows"]}
+        return run["model"].split(" (")[0], dict(run["keys"]), {int(r["T"]): r for r in run["rows"]}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         ap.error(f"{path}: not a fused_vs_nonfused.py --json sweep ({type(exc).__name__}: {exc})")
 
@@ -50,10 +45,11 @@ def main() -> None:
         first, sep, second = pair.partition(":")
         if not sep:
             ap.error(f"{pair!r}: two sweep files joined by ':'")
-        name, a = rows(ap, Path(first))
-        _, b = rows(ap, Path(second))
+        name, keys, a = rows(ap, Path(first))
+        _, _, b = rows(ap, Path(second))
+        label = {p: SHORT.get(key, p) for p, key in keys.items()}
         for t in sorted(set(a) & set(b)):
-            both = [p for p in PATHS if "us" in a[t].get(p, {}) and "us" in b[t].get(p, {})]
+            both = [p for p in keys if "us" in a[t].get(p, {}) and "us" in b[t].get(p, {})]
             clock = min(min_clock(a[t]), min_clock(b[t]))
             pinned = clock >= 1980
             path = {p: b[t][p]["us"] / a[t][p]["us"] - 1 for p in both}
@@ -63,8 +59,8 @@ def main() -> None:
             }
             changes[pinned][0].extend(abs(v) for v in path.values())
             changes[pinned][1].extend(abs(v) for v in ratio.values())
-            ptext = ", ".join(f"{SHORT[p]} {v:+.1%}" for p, v in path.items())
-            rtext = ", ".join(f"{SHORT[p]}/{SHORT[q]} {v:+.1%}" for (p, q), v in ratio.items())
+            ptext = ", ".join(f"{label[p]} {v:+.1%}" for p, v in path.items())
+            rtext = ", ".join(f"{label[p]}/{label[q]} {v:+.1%}" for (p, q), v in ratio.items())
             print(f"| {name} | {t} | {clock:.0f} | {ptext} | {rtext} |")
     print("\n| SM clock in both runs | path medians compared | largest / median path change ", end="")
     print("| largest / median ratio change |")
