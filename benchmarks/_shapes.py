@@ -54,6 +54,19 @@ SHAPES: dict[str, Shape] = {
     "probe-h3072": Shape("probe: H 3072, I 2048, E 256, top-8", 3072, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
     "probe-h3584": Shape("probe: H 3584, I 2048, E 256, top-8", 3584, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
     "probe-h5120": Shape("probe: H 5120, I 2048, E 256, top-8", 5120, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
+    # H 2048 at the same I, E and top-k: whether a power-of-two H (like 4096) runs faster per unit of work; H 3840 or
+    # 4352 cannot test it, the FP8 kernel's combine needs H a multiple of 1024 (or of 3584) at BLOCK_M 128
+    "probe-h2048": Shape("probe: H 2048, I 2048, E 256, top-8", 2048, 2048, 256, 8, Scoring.SIGMOID, "synthetic"),
+    # an expert-count probe (2026-12-03, later): Laguna-XS.2's dimensions (H 2048, I 512, top-8) at other E, for the
+    # psum layout's scheduler walk over every local expert and the fused kernel's at small T
+    "probe-e64": Shape("probe: H 2048, I 512, E 64, top-8", 2048, 512, 64, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-e128": Shape("probe: H 2048, I 512, E 128, top-8", 2048, 512, 128, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-e512": Shape("probe: H 2048, I 512, E 512, top-8", 2048, 512, 512, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-e1024": Shape("probe: H 2048, I 512, E 1024, top-8", 2048, 512, 1024, 8, Scoring.SIGMOID, "synthetic"),
+    # MiMo-V2-Flash's dimensions (H 4096, I 2048, top-8) at 64 and 512 experts: the same walks where each SM runs
+    # two or more tiles per GEMM at T = 1
+    "probe-e64-h4096": Shape("probe: H 4096, I 2048, E 64, top-8", 4096, 2048, 64, 8, Scoring.SIGMOID, "synthetic"),
+    "probe-e512-h4096": Shape("probe: H 4096, I 2048, E 512, top-8", 4096, 2048, 512, 8, Scoring.SIGMOID, "synthetic"),
 }
 #: shapes predicted before they were measured (``cost_model_predict.py``, 2026-12-03); measured since and in the package
 #: calibration too, but not in the configuration probes' committed runs, which :data:`CALIBRATED` drives

@@ -6,7 +6,8 @@ expert shape, 12-14 token counts) and the calibration file ``moe-oracle tune`` w
 Qwen2-57B-A14B expert shapes, Laguna-XS.2-FP8, MiMo-V2-Flash, marked fresh), and the sweep of one more family
 measured fresh (Qwen3.5-397B-A17B, :data:`FRESH_SWEEPS`). A shape measured by both is one shape
 with the points of both. For each shape and each path, the model (:func:`moe_oracle.cost.calibration.fit_pooled`)
-is fit on the OTHER shapes only and predicts this shape's times.
+is fit on the OTHER shapes only, with the synthetic shapes of :data:`TRAINING` (never scored), and predicts this
+shape's times.
 
 Printed per shape, for the package's model (``calibration.PATH_TERMS``): the worst |predicted / measured - 1| over
 its paths and token counts (with the path and T), the median, and the worst regret: at each T, the path the
@@ -20,10 +21,11 @@ by more than 10%). Runs on a CPU::
     python benchmarks/cost_model_loso.py --rates [FOLDER ...]   (the FP8 kernel's streaming rate at BLOCK_M 128)
     python benchmarks/cost_model_loso.py --near-ties [FOLDER ...]   (the cells the model calls near ties)
 
-``--probes FOLDER ...`` predicts the sweeps in FOLDER (shapes measured to test a mechanism, in no calibration: the
-hidden-size probe of ``results/h200/2026-12-03/probe``) from a fit over the default folders' shapes (leaving out the
-same shape if it is there) and prints, per shape, path and T, the measured and predicted us, the error, and the
-time per padded TFLOP (what separates one H from another at the same E, I and top-k).
+``--probes FOLDER ...`` predicts the sweeps in FOLDER (shapes measured to test a mechanism: the hidden-size probe
+of ``results/h200/2026-12-03/probe``, in no calibration, or the expert-count probe of :data:`TRAINING`) from a fit
+over the default folders' and :data:`TRAINING`'s shapes (leaving out the same shape if it is there) and prints, per
+shape, path and T, the measured and predicted us, the error, and the time per padded TFLOP (what separates one H
+from another at the same E, I and top-k).
 
 ``--near-ties`` scores :mod:`moe_oracle.cost.near_tie` on the same left-out predictions: per cell, the predicted gap
 between the two paths ranked first, whether the band calls it a near tie, and the regret there; the percentiles of the
@@ -52,6 +54,10 @@ RESULTS = Path(__file__).resolve().parent / "results" / "h200"
 #: the sweeps of 2026-12-01, the Qwen3-30B-A3B re-measurement of 2026-12-02 (after the SwiGLU grid fix), and the three
 #: families predicted before they were measured on 2026-12-03 (``results/h200/2026-12-03/predicted/``)
 DEFAULT = [RESULTS / "2026-12-01", RESULTS / "2026-12-02", RESULTS / "2026-12-03" / "fresh"]
+#: sweeps of synthetic shapes that span what the families do not (the expert-count probe: H 2048 / I 512 and
+#: H 4096 / I 2048 at 64 to 1024 experts, ``_shapes.py``): in every fit, never scored (they are not families); the
+#: package calibration holds them too
+TRAINING = [RESULTS / "2026-12-03" / "probe_experts"]
 FP8_PATHS = ("deep_gemm_mega_moe:sm90_fp8xfp8", "nonfused:deepgemm_fp8_psum", "nonfused:deepgemm_fp8_m_indices")
 SHORT = {
     "deep_gemm_mega_moe:sm90_fp8xfp8": "fused FP8",
@@ -143,13 +149,27 @@ def load(folders: list[Path]) -> tuple[dict[Shape, dict[str, list[Calibration]]]
     return by, names, fresh
 
 
-def predict(by: dict[Shape, dict[str, list[Calibration]]], terms: tuple[int, ...] | None, robust: bool = True):
-    """(predicted, measured) per (shape, path, T): each shape from a fit over the others (mean / median of repeats)."""
+def training(by: dict[Shape, dict[str, list[Calibration]]]) -> dict[Shape, dict[str, list[Calibration]]]:
+    """The :data:`TRAINING` sweeps' shapes that ``by`` does not score (a family's shape measured there beside the
+    probes, Laguna-XS.2's, stays with its own sweeps)."""
+    extra, _, _ = load(TRAINING)
+    return {s: pp for s, pp in extra.items() if s not in by}
+
+
+def predict(
+    by: dict[Shape, dict[str, list[Calibration]]],
+    terms: tuple[int, ...] | None,
+    robust: bool = True,
+    train: dict[Shape, dict[str, list[Calibration]]] | None = None,
+):
+    """(predicted, measured) per (shape, path, T): each shape from a fit over the others and the training-only
+    shapes (``train``, default :func:`training`; mean / median of repeats)."""
+    train = training(by) if train is None else train
     pred: dict[Cell, list[float]] = {}
     meas: dict[Cell, list[float]] = {}
     for s, paths in by.items():
         for p, cals in paths.items():
-            others = tuple(c for s2, pp in by.items() if s2 != s for c in pp.get(p, []))
+            others = tuple(c for pool in (by, train) for s2, pp in pool.items() if s2 != s for c in pp.get(p, []))
             f = fit_pooled(others, terms, robust)
             for c in cals:
                 for (x, _), (t, _, us) in zip(calibration_features(c), c.points, strict=True):
@@ -257,6 +277,7 @@ def near_ties(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, 
 def probes(folders: list[Path]) -> None:
     """Each sweep in ``folders`` predicted from the default folders' other shapes (see the module docstring)."""
     by, _, _ = load(DEFAULT)
+    by |= training(by)
     print("| shape | path | T | measured us | predicted us | error | us per padded TFLOP |")
     print("|---|---|---|---|---|---|---|")
     for folder in folders:

@@ -41,7 +41,10 @@ call does on one rank, counted in the blocks the kernel's own heuristics pick (:
 - in the m_indices layout of the non-fused path, the MB its all-padding blocks load: DeepGEMM's TMA warp issues A
   and B for every K-block of every block it is dealt (``sm90_fp8_gemm_1d2d.cuh:175-206``; expert 0's weights for a
   block whose ``m_indices`` are -1) and the math warps wait for each before skipping the MMA (``:273-274``,
-  ``:351-356``), so a padding block costs a tile's loads from L2, not only its scheduling (fit: 0.07 us per MB).
+  ``:351-356``), so a padding block costs a tile's loads from L2, not only its scheduling (fit: 0.07 us per MB);
+- in the psum layout, the scheduler's walk over every local expert that the SM's tiles do not hide
+  (:func:`moe_oracle.cost.geometry.exposed_walk`: one dependent load per expert, each GEMM; on the H200 at T = 1
+  with one tile per SM, 0.14 us per local expert for the two GEMMs, 137 us at 1024 experts).
 
 Which terms a path's fit uses is :data:`PATH_TERMS` (the fused SM90 kernels, the non-fused grouped GEMMs, and
 the five-term model for paths whose blocks are not modelled). One shape cannot tell most terms apart: its own
@@ -129,6 +132,7 @@ TERMS = (
     "per scheduler step at BLOCK_M 128, FP8 kernel (local experts x ceil(local experts / 32), thousands)",
     "per padded TFLOP, FP8 kernel's split-phase hot path (BLOCK_M 128, BLOCK_N 256, H >= 7168)",
     "per MB the m_indices layout's all-padding blocks load (every K-block of A and B; MMA skipped)",
+    "per thousand steps of the psum layout's scheduler walk its tiles do not hide (both GEMMs)",
 )
 #: the previous model's five terms (fixed, local experts, active-expert MB, TFLOP, token-pair MB): paths whose
 #: blocks are not modelled, and the "before" column of ``benchmarks/cost_model_loso.py``
@@ -141,7 +145,7 @@ PATH_TERMS: dict[Kernel | None, tuple[int, ...]] = {
     Kernel.SM90_FP8: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
     Kernel.SM90_FP4: (0, 2, 3, 4, 6, 7, 8, 9, 10, 11, 12),
     Kernel.GROUPED: (0, 1, 3, 4, 6, 7, 8, 12, 16),
-    Kernel.GROUPED_PSUM: (0, 1, 3, 4, 6, 7, 8, 12),
+    Kernel.GROUPED_PSUM: (0, 3, 4, 6, 7, 8, 12, 17),
     None: FIVE_TERMS,
 }
 _TILE_TERM = {Regime.SWAP_AB: 10, Regime.SPLIT_N: 11, Regime.LARGE_M: 12}
@@ -218,7 +222,7 @@ def features(
         x[8] = g.critical_mb
         x[9] = (g.expert_waves - 1) * g.block_n * (hidden + inter) / 1e6
         x[_TILE_TERM[g.regime]] = g.tiles
-        x[16] = g.padding_mb
+        x[16], x[17] = g.padding_mb, g.walk_steps / 1e3
         if kernel is Kernel.SM90_FP8 and g.regime is Regime.LARGE_M and local > SPILLED_LARGE_M_EXPERTS:
             # the spilled main loop sets the pace: one rate per weight MB streamed (once per M-block), the block
             # terms give way (see the module docstring)

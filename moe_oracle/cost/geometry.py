@@ -25,8 +25,12 @@ with is read from DeepGEMM PR #323 (8ddf7f96), ``csrc/jit_kernels/heuristics/sm9
 The non-fused path's grouped GEMMs (``m_grouped_fp8_gemm_nt_contiguous``) run BLOCK_M = the contiguous layout's
 M alignment, 128 on SM90, and the BLOCK_N DeepGEMM's own search picks for the rows launched, per GEMM and layout
 (:mod:`moe_oracle.cost.grouped_gemm`, a port checked against DeepGEMM's printed configurations: mostly 192 from
-T = 16, 64-192 at T = 1; W2 of the psum layout 128 where H / 192 is odd). Units: tokens per rank, bytes, tiles;
-nothing here is a time.
+T = 16, 64-192 at T = 1; W2 of the psum layout 128 where H / 192 is odd). With the psum layout every SM's scheduler
+walks the per-expert end offsets one expert at a time to find its blocks (``get_next_block``,
+``deep_gemm/include/deep_gemm/scheduler/gemm.cuh:217-234``: a dependent load of ``grouped_layout[g]`` per step, and
+the last call walks to the final expert before it returns false), so each GEMM walks every local expert; what the
+tiles do not hide is the walk before an SM's first tile and after its last (:func:`exposed_walk`). Units: tokens
+per rank, bytes, tiles, walk steps; nothing here is a time.
 """
 
 from __future__ import annotations
@@ -51,6 +55,11 @@ FP4_SWAP_AB_MAX_TOKENS_PER_EXPERT = 24.0
 SPLIT_PHASE_MIN_HIDDEN = 7168
 #: BLOCK_M of DeepGEMM's contiguous grouped GEMM on SM90 (``get_mk_alignment_for_contiguous_layout``)
 GROUPED_BLOCK_M = 128
+#: the psum layout's scheduler walk (:func:`exposed_walk`), measured on the H200: steps hidden by the kernel's prologue,
+#: and the steps one MB of a tile's weights takes to load at one SM's share of the copy bandwidth (4.3 TB/s over 132
+#: SMs) when a step takes 69 ns
+WALK_HIDDEN_STEPS = 35
+WALK_STEPS_PER_TILE_MB = 1.0 / (4.3e6 / SM90_SMS * 0.069e-6)
 
 
 #: the MMA widths (token rows) the SM90 FP8xMXFP4 kernel instantiates for a swapAB block, first and second GEMM,
@@ -96,7 +105,9 @@ class Geometry:
     FP8xMXFP4 kernel's swapAB blocks, which run as wide as their tokens need: :data:`FP4_SWAP_L1_WIDTHS`).
     ``split_phase``: the SM90 FP8 kernel's split-phase hot path (BLOCK_M 128, BLOCK_N 256, H >=
     :data:`SPLIT_PHASE_MIN_HIDDEN`). ``padding_mb``: MB of A and B tiles the m_indices layout's all-padding blocks
-    load (each visited block beyond ``m_blocks``, every K-block of both GEMMs); 0 for the other kernels."""
+    load (each visited block beyond ``m_blocks``, every K-block of both GEMMs); 0 for the other kernels.
+    ``walk_steps``: the psum layout's scheduler walk the tiles do not hide, both GEMMs (:func:`exposed_walk`); 0 for
+    the other kernels."""
 
     kernel: Kernel
     regime: Regime
@@ -112,6 +123,7 @@ class Geometry:
     mma_rows_l2: float = 0.0
     split_phase: bool = False
     padding_mb: float = 0.0
+    walk_steps: float = 0.0
 
 
 def swap_rows(tokens: int, block_m: int, widths: tuple[int, ...]) -> int:
@@ -246,16 +258,16 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
     local = max(1, num_experts // max(ep, 1))
     per_expert = tokens * max(ep, 1) * top_k / num_experts
     grouped = kernel in (Kernel.GROUPED, Kernel.GROUPED_PSUM)
+    psum_kernel = kernel is Kernel.GROUPED_PSUM
     block_n_l2 = visited_rows = 0  # the second GEMM's BLOCK_N where it has its own; rows m_indices launches
     if grouped:
         regime, block_m = Regime.LARGE_M, GROUPED_BLOCK_M
         rows = rows_bound(max(1, round(tokens)), top_k, local)
-        psum = kernel is Kernel.GROUPED_PSUM
-        block_n = best_layout(rows, 2 * inter, hidden, psum=psum).block_n
-        block_n_l2 = best_layout(rows, hidden, inter, psum=psum).block_n
+        block_n = best_layout(rows, 2 * inter, hidden, psum=psum_kernel).block_n
+        block_n_l2 = best_layout(rows, hidden, inter, psum=psum_kernel).block_n
         # the m_indices layout launches every row of the bound: its scheduler visits the all-padding blocks too
         # (each a tile's overhead; their MMA is skipped), the psum layout only the blocks that hold tokens
-        visited_rows = 0 if psum else rows
+        visited_rows = 0 if psum_kernel else rows
     elif per_expert >= LARGE_M_TOKENS_PER_EXPERT:
         regime, block_m = Regime.LARGE_M, 128
         block_n = 256 if kernel is Kernel.SM90_FP8 else 128
@@ -302,4 +314,29 @@ def geometry(kernel: Kernel, tokens: float, hidden: int, inter: int, num_experts
         mma_rows_l2=rows_l2,
         split_phase=kernel is Kernel.SM90_FP8 and (block_m, block_n) == (128, 256) and hidden >= SPLIT_PHASE_MIN_HIDDEN,
         padding_mb=padding_mb,
+        walk_steps=exposed_walk(local, rounds_l1, block_n * hidden / 1e6)
+        + exposed_walk(local, rounds_l2, block_n_l2 * inter / 1e6)
+        if psum_kernel
+        else 0.0,
     )
+
+
+def exposed_walk(local_experts: int, tiles_per_sm: int, tile_mb: float) -> float:
+    """Steps of one psum-layout GEMM's scheduler walk (one per local expert) on the critical path of an SM dealt
+    ``tiles_per_sm`` tiles of ``tile_mb`` MB of weights each.
+
+    The walk starts while the kernel's prologue runs (:data:`WALK_HIDDEN_STEPS` of it are hidden there) and is split
+    by the SM's tiles into ``tiles + 1`` even segments (its tiles sit evenly through the experts: block ``sm + i x
+    SMs``, experts in order). The segment before the first tile and the one after the last are exposed; a segment
+    between two tiles is exposed only by what it outlasts the earlier tile's loads (:data:`WALK_STEPS_PER_TILE_MB`
+    converts a tile's MB to the steps the same time walks). An SM without a tile walks all of it.
+
+    Measured on the H200 (``benchmarks/results/h200/2026-12-03/probe_experts``): at H 2048, I 512, top-8, T = 1 (one
+    tile per SM) psum minus m_indices is 5.0, 12.4, 30.4, 64.6 and 136.8 us at 64, 128, 256, 512 and 1024 experts,
+    0.138 us per expert for the two GEMMs (69 ns a step each) less 4.8 us (35 steps); at T = 8 with 1024 experts
+    (three and eight tiles per SM in the two GEMMs, each far shorter than a segment) still 127 us, where this counts
+    0.72 of the T = 1 walk; at H 4096, I 2048 (two tiles per SM) 2.7 and 54.4 us at 64 and 512 experts."""
+    segments = max(1, tiles_per_sm) + 1
+    segment = max(0.0, local_experts - WALK_HIDDEN_STEPS) / segments
+    between = max(0.0, segment - tile_mb * WALK_STEPS_PER_TILE_MB)
+    return 2.0 * segment + (segments - 2) * between

@@ -8,11 +8,12 @@ settle it (``moe-oracle tune`` measures both paths on the GPU in hand), and the 
 
 :data:`NEAR_TIE` is the band, set from the leave-one-shape-out scoring over the sixteen shapes measured on the H200
 (173 (shape, T) cells of an FP8 checkpoint, ``benchmarks/cost_model_loso.py --near-ties``): the error of the predicted
-ratio between the two paths ranked first is 3.0% at the median and 5.5% at the 75th percentile, and a 5% band flags
-38 cells, 8 of the 9 whose choice was more than 1% slower than the best path among them (the ninth: Qwen3.5-397B at
-T = 8192, 1.9%, where two runs of one shape move a ratio between paths by up to 8.5%, docs/performance.md §17.3). A
-2% band, the first choice, was set on thirteen shapes; the two cells over 1% of the three shapes measured after it,
-ERNIE-4.5-21B-A3B at T = 256 and 512, had predicted gaps of 3.1% and 4.5%. Estimates of this shape's own measured
+ratio between the two paths ranked first is 3.2% at the median and 5.7% at the 75th percentile, and a 5% band flags
+36 cells, 4 of the 6 whose choice was more than 1% slower than the best path among them (the other two: Qwen3.5-397B
+at T = 8192, 1.9%, where two runs of one shape move a ratio between paths by up to 8.5%, docs/performance.md §17.3,
+and Qwen3-Next-80B at T = 32, 5.1%, whose fused FP8 time is predicted 8.8% slow, §18.3). A 2% band, the first
+choice, was set on thirteen shapes; the two cells over 1% of the three shapes measured after it, ERNIE-4.5-21B-A3B
+at T = 256 and 512, had predicted gaps of 3.1% and 4.5%. Estimates of this shape's own measured
 points (or own fit) are not banded: their ranking is the measurement's.
 """
 

@@ -9,15 +9,18 @@ from pathlib import Path
 
 import pytest
 
-from moe_oracle.cost.calibration import TERMS, features, nnls, robust_nnls
+from moe_oracle.cost.calibration import PATH_TERMS, TERMS, features, nnls, robust_nnls
 from moe_oracle.cost.geometry import (
     FP4_SWAP_L1_WIDTHS,
     FP4_SWAP_L2_WIDTHS,
     SM90_SMS,
+    WALK_HIDDEN_STEPS,
+    WALK_STEPS_PER_TILE_MB,
     Kernel,
     Regime,
     expected_m_blocks,
     expected_swap_rows,
+    exposed_walk,
     geometry,
     kernel_for,
     swap_rows,
@@ -191,6 +194,33 @@ def test_m_indices_padding_blocks_load_every_k_block_of_their_tiles():
     assert large.padding_mb == pytest.approx((766 - large.m_blocks) * per_block) and 120 < 766 - large.m_blocks < 140
 
 
+def test_psum_scheduler_walk_is_exposed_before_the_first_tile_and_after_the_last():
+    walk = TERMS.index("per thousand steps of the psum layout's scheduler walk its tiles do not hide (both GEMMs)")
+    # one tile per SM: the walk past the prologue's 35 steps splits in two exposed halves, all of it on the path
+    assert exposed_walk(1024, 1, 0.1) == pytest.approx(1024 - WALK_HIDDEN_STEPS)
+    assert exposed_walk(20, 1, 0.1) == 0  # within the prologue
+    assert exposed_walk(1024, 0, 0.1) == pytest.approx(1024 - WALK_HIDDEN_STEPS)  # an SM dealt no tile walks it all
+    # three tiles: four segments of 247.25 steps; a tile of 0.25 MB loads for 111 of them, so each of the two
+    # segments between tiles exposes 136
+    segment = (1024 - WALK_HIDDEN_STEPS) / 4
+    between = segment - 0.25 * WALK_STEPS_PER_TILE_MB
+    assert 110 < 0.25 * WALK_STEPS_PER_TILE_MB < 112
+    assert exposed_walk(1024, 3, 0.25) == pytest.approx(2 * segment + 2 * between)
+    assert exposed_walk(1024, 3, 1.0) == pytest.approx(2 * segment)  # a tile of 1 MB hides a whole segment
+    # the expert-count probe (H 2048, I 512, top-8, one rank): T = 1 deals one tile per SM in both GEMMs, so the
+    # exposed walk is 2 x (E - 35) steps, 0.138 us each pair as measured; at T = 8 and 1024 experts, 0.72 of it
+    for e in (64, 128, 256, 512, 1024):
+        assert geometry(Kernel.GROUPED_PSUM, 1, 2048, 512, e, 8, 1).walk_steps == pytest.approx(2 * (e - 35))
+    at_8 = geometry(Kernel.GROUPED_PSUM, 8, 2048, 512, 1024, 8, 1).walk_steps
+    assert at_8 / (2 * (1024 - 35)) == pytest.approx(0.72, abs=0.01)
+    # only the psum layout walks
+    assert geometry(GROUPED, 1, 2048, 512, 1024, 8, 1).walk_steps == 0
+    assert geometry(FP8, 1, 2048, 512, 512, 8, 1).walk_steps == 0
+    x = features("nonfused:deepgemm_fp8_psum", 1, 8, 12_582_912, 8, 2048, 512, 1024)
+    assert x[walk] == pytest.approx(2 * (1024 - 35) / 1e3)
+    assert walk in PATH_TERMS[Kernel.GROUPED_PSUM] and walk not in PATH_TERMS[Kernel.GROUPED]
+
+
 def test_nnls_keeps_coefficients_non_negative():
     rows = [(1.0, float(x), -float(x)) for x in range(1, 9)]
     ys = [2.0 + 3.0 * x for x in range(1, 9)]
@@ -251,14 +281,21 @@ MEGA = re.compile(
 def printed_mega() -> list[tuple]:
     """Every fused configuration DeepGEMM printed on the H200 (``DG_PRINT_CONFIGS=1``): the FP8xMXFP4 kernel for
     twelve shapes x eight T (``mega_config_probe.py``), the FP8 kernel for three shapes x five T (the probe of the
-    grouped GEMMs)."""
-    text = (RESULTS / "mega_config_probe_fp4.txt").read_text() + (RESULTS / "grouped_gemm_probe.txt").read_text()
+    grouped GEMMs), and the FP8 kernel again in the expert-count and H 2048 probes of 2026-12-03 (64-512 experts at
+    T = 1-128; 256 experts at T = 512-8192)."""
+    later = [
+        ROOT / "benchmarks/results/h200/2026-12-03" / d / f"call{n}_sweep.txt"
+        for d in ("probe_experts", "probe/h2048")
+        for n in (1, 2)
+    ]
+    files = [RESULTS / "mega_config_probe_fp4.txt", RESULTS / "grouped_gemm_probe.txt", *later]
+    text = "".join(f.read_text() for f in files)
     return sorted({m.groups() for m in MEGA.finditer(text)}, key=lambda v: (v[0] or "", *map(int, v[1:7])))
 
 
 def test_the_probes_printed_both_fused_kernels():
     lines = printed_mega()
-    assert sum(line[0] == "FP4" for line in lines) >= 96 and sum(line[0] is None for line in lines) >= 15
+    assert sum(line[0] == "FP4" for line in lines) >= 96 and sum(line[0] is None for line in lines) >= 68
 
 
 @pytest.mark.parametrize("line", printed_mega(), ids=lambda v: f"{v[0] or 'FP8'}-E{v[2]}-H{v[3]}-I{v[4]}-T{v[5]}")

@@ -1,9 +1,11 @@
 """The port of DeepGEMM's SM90 grouped-GEMM heuristic against the configurations DeepGEMM itself printed.
 
 ``benchmarks/grouped_gemm_probe.py`` ran the non-fused path of twelve MoE shapes at five token counts on the H200
-with ``DG_PRINT_CONFIGS=1``: each line is a ``GemmDesc`` (rows launched, N, K, psum or m_indices layout) and the
-``GemmConfig`` and ``LayoutInfo`` DeepGEMM chose. The port must give the same blocks, cluster, stages, waves and
-cycle estimate for every one of them.
+with ``DG_PRINT_CONFIGS=1``, and the expert-count and H 2048 probes of 2026-12-03 (``fused_vs_nonfused.py`` with
+the same variable: H 2048 / I 512 at 64-1024 experts, H 4096 / I 2048 at 64 and 512, T = 1-128; H 2048 / I 2048
+and MiMo-V2-Flash at T = 512-8192) printed more: each line is a ``GemmDesc`` (rows launched, N, K, psum or
+m_indices layout) and the ``GemmConfig`` and ``LayoutInfo`` DeepGEMM chose. The port must give the same blocks,
+cluster, stages, waves and cycle estimate for every one of them.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ import pytest
 
 from moe_oracle.cost.grouped_gemm import best_layout, rows_bound
 
-PROBE = Path(__file__).resolve().parents[2] / "benchmarks/results/h200/2026-12-02/grouped_gemm_probe.txt"
+RES = Path(__file__).resolve().parents[2] / "benchmarks/results/h200"
+PROBES = (
+    RES / "2026-12-02/grouped_gemm_probe.txt",
+    *(RES / "2026-12-03" / d / f"call{n}_sweep.txt" for d in ("probe_experts", "probe/h2048") for n in (1, 2)),
+)
 LINE = re.compile(
     r"GemmDesc\(gemm_type=(\d+), kernel_type=1, m=(\d+), n=(\d+), k=(\d+), .*?\): GemmConfig\(layout=Layout\("
     r"swap_ab=0, block_m=(\d+), block_n=(\d+), block_k=128, cluster_m=(\d+), cluster_n=(\d+)\).*?"
@@ -25,12 +31,12 @@ PSUM, M_INDICES = 5, 1  # GemmType::MGroupedContiguousWithPsumLayout, GemmType::
 
 
 def printed() -> list[tuple[int, ...]]:
-    return sorted({tuple(map(int, m.groups())) for m in LINE.finditer(PROBE.read_text())})
+    return sorted({tuple(map(int, m.groups())) for f in PROBES for m in LINE.finditer(f.read_text())})
 
 
 def test_the_probe_printed_both_layouts_of_every_shape():
     lines = printed()
-    assert len(lines) >= 200
+    assert len(lines) >= 350  # 240 from the first probe, 116 from the later ones
     assert {line[0] for line in lines} == {PSUM, M_INDICES}
 
 
