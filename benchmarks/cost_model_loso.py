@@ -156,15 +156,10 @@ def training(by: dict[Shape, dict[str, list[Calibration]]]) -> dict[Shape, dict[
     return {s: pp for s, pp in extra.items() if s not in by}
 
 
-def predict(
-    by: dict[Shape, dict[str, list[Calibration]]],
-    terms: tuple[int, ...] | None,
-    robust: bool = True,
-    train: dict[Shape, dict[str, list[Calibration]]] | None = None,
-):
+def predict(by: dict[Shape, dict[str, list[Calibration]]], terms: tuple[int, ...] | None, robust: bool = True):
     """(predicted, measured) per (shape, path, T): each shape from a fit over the others and the training-only
-    shapes (``train``, default :func:`training`; mean / median of repeats)."""
-    train = training(by) if train is None else train
+    shapes (:func:`training`; mean / median of repeats)."""
+    train = training(by)
     pred: dict[Cell, list[float]] = {}
     meas: dict[Cell, list[float]] = {}
     for s, paths in by.items():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from moe_oracle.decide.advisories import load_advisories
 from moe_oracle.decide.selection import Decision, Override, decide
 from moe_oracle.inputs import DeploymentFlags, build_deployment, resolve_software
@@ -15,6 +17,13 @@ V4_FLASH_NVFP4 = "nvidia/DeepSeek-V4-Flash-NVFP4"
 GLM5 = "zai-org/GLM-5"
 GLM5_FP8 = "zai-org/GLM-5-FP8"
 GLM51_NVFP4 = "nvidia/GLM-5.1-NVFP4"
+#: the sweeps of 2026-12-03's expert-count and H 2048 probes, run with ``DG_PRINT_CONFIGS=1``: the configurations
+#: DeepGEMM printed for both grouped GEMMs and the FP8 mega kernel
+PROBE_PRINTOUTS = tuple(
+    Path(__file__).resolve().parents[2] / "benchmarks/results/h200/2026-12-03" / d / f"call{n}_sweep.txt"
+    for d in ("probe_experts", "probe/h2048")
+    for n in (1, 2)
+)
 
 
 def run(

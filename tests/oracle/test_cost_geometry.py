@@ -25,6 +25,7 @@ from moe_oracle.cost.geometry import (
     kernel_for,
     swap_rows,
 )
+from tests.oracle.helpers import PROBE_PRINTOUTS
 
 ROOT = Path(__file__).resolve().parents[2]
 FP8, FP4, GROUPED = Kernel.SM90_FP8, Kernel.SM90_FP4, Kernel.GROUPED
@@ -283,12 +284,7 @@ def printed_mega() -> list[tuple]:
     twelve shapes x eight T (``mega_config_probe.py``), the FP8 kernel for three shapes x five T (the probe of the
     grouped GEMMs), and the FP8 kernel again in the expert-count and H 2048 probes of 2026-12-03 (64-512 experts at
     T = 1-128; 256 experts at T = 512-8192)."""
-    later = [
-        ROOT / "benchmarks/results/h200/2026-12-03" / d / f"call{n}_sweep.txt"
-        for d in ("probe_experts", "probe/h2048")
-        for n in (1, 2)
-    ]
-    files = [RESULTS / "mega_config_probe_fp4.txt", RESULTS / "grouped_gemm_probe.txt", *later]
+    files = [RESULTS / "mega_config_probe_fp4.txt", RESULTS / "grouped_gemm_probe.txt", *PROBE_PRINTOUTS]
     text = "".join(f.read_text() for f in files)
     return sorted({m.groups() for m in MEGA.finditer(text)}, key=lambda v: (v[0] or "", *map(int, v[1:7])))
 

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from moe_oracle.cost.grouped_gemm import best_layout, rows_bound
+from tests.oracle.helpers import PROBE_PRINTOUTS
 
-RES = Path(__file__).resolve().parents[2] / "benchmarks/results/h200"
 PROBES = (
-    RES / "2026-12-02/grouped_gemm_probe.txt",
-    *(RES / "2026-12-03" / d / f"call{n}_sweep.txt" for d in ("probe_experts", "probe/h2048") for n in (1, 2)),
+    Path(__file__).resolve().parents[2] / "benchmarks/results/h200/2026-12-02/grouped_gemm_probe.txt",
+    *PROBE_PRINTOUTS,
 )
 LINE = re.compile(
     r"GemmDesc\(gemm_type=(\d+), kernel_type=1, m=(\d+), n=(\d+), k=(\d+), .*?\): GemmConfig\(layout=Layout\("
