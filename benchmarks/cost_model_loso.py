@@ -27,6 +27,10 @@ over the default folders' and :data:`TRAINING`'s shapes (leaving out the same sh
 shape, path and T, the measured and predicted us, the error, and the time per padded TFLOP (what separates one H
 from another at the same E, I and top-k).
 
+``--held-out`` prints, as the JSON of ``moe_oracle/data/held_out_error.json`` (:mod:`moe_oracle.cost.held_out`), per
+device class and path the same left-out points' count, median, 90th percentile and largest error: what a cost basis
+estimated from other shapes quotes.
+
 ``--near-ties`` scores :mod:`moe_oracle.cost.near_tie` on the same left-out predictions: per cell, the predicted gap
 between the two paths ranked first, whether the band calls it a near tie, and the regret there; the percentiles of the
 error of that predicted ratio; then, per band, how many cells it flags and how many of the cells over 1% regret it
@@ -47,6 +51,7 @@ from fit_cost_model import calibrations, merge_points
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
 from moe_oracle.cost.geometry import Kernel, Regime, geometry
+from moe_oracle.cost.held_out import FORMAT
 from moe_oracle.cost.model import CostEstimate
 from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie, predicted_gap
 
@@ -219,6 +224,36 @@ def per_path(pm: dict[Cell, float], mm: dict[Cell, float], names: dict[Shape, st
         print(f"| {name} | {len(errs)} | {top:.1%} ({names[shape]}, T {tokens}) | {med:.1%} | {over} |")
 
 
+def held_out(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
+    """The JSON of ``moe_oracle/data/held_out_error.json``: per device class and path, over every shape's left-out
+    points, how many shapes and points, the median, 90th percentile (nearest rank) and largest error, and where."""
+    pm, mm = predict(by, None)
+    scored = {(c.device, c.ep, c.measured) for pp in by.values() for cals in pp.values() for c in cals}
+    if len(scored) != 1 or not next(iter(scored))[2]:
+        raise SystemExit(f"--held-out scores the measurements of one device class at one EP, not {sorted(scored)}")
+    device, ep, _ = scored.pop()
+    paths: dict[str, dict[str, object]] = {}
+    for path in sorted({k[1] for k in pm}):
+        errs = sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[1] == path)
+        top, (shape, _, tokens) = errs[-1]
+        paths[path] = {
+            "shapes": len({k[0] for _, k in errs}),
+            "points": len(errs),
+            "median": round(statistics.median(e for e, _ in errs), 4),
+            "p90": round(errs[math.ceil(0.9 * len(errs)) - 1][0], 4),
+            "max": round(top, 4),
+            "worst": f"{names[shape]} at T {tokens}",
+        }
+    doc = {
+        "format": FORMAT,
+        "about": "leave-one-shape-out error of the cost model: each measured shape predicted from a fit over the "
+        "others, |predicted / measured - 1| over its paths' points (moe_oracle/cost/held_out.py)",
+        "written_by": "python benchmarks/cost_model_loso.py --held-out",
+        "devices": {device: {"ep": ep, "paths": paths}},
+    }
+    print(json.dumps(doc, indent=2))
+
+
 def rates(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
     """The SM90 FP8 kernel at BLOCK_M 128: per measured point, the expert weight bytes streamed (each expert's
     weights once per M-block) over the call's time, in TB/s (docs/performance.md §13.1)."""
@@ -297,6 +332,10 @@ def main() -> None:
     if args[:1] == ["--rates"]:
         by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
         rates(by, names)
+        return
+    if args[:1] == ["--held-out"]:
+        by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)
+        held_out(by, names)
         return
     if args[:1] == ["--near-ties"]:
         by, names, _ = load([Path(a) for a in args[1:]] or DEFAULT)

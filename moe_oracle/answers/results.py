@@ -15,6 +15,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from moe_oracle.cost.held_out import HeldOutError
 from moe_oracle.cost.near_tie import NearTie
 from moe_oracle.rules import Reason, ReasonCode
 
@@ -44,7 +45,11 @@ class Group:
     """One layer group's answer. ``chosen``: ``backend:variant`` (None: no fused backend, ``fallback`` says what
     runs); ``chosen_label`` adds a load-time conversion; ``rejected``: every candidate that cannot run it;
     ``near_ties``: the paths the cost model ranks within its transfer error on this unmeasured shape (the workload's
-    or a span of batch sizes), which ``moe-oracle tune`` settles on the GPU."""
+    or a span of batch sizes), which ``moe-oracle tune`` settles on the GPU. ``expected_us``: the chosen path's (with
+    no fused path chosen, the measured non-fused fallback's) expected microseconds per layer call over the workload,
+    on ``cost_basis``; ``held_out_error``: where that cost was
+    estimated from other shapes, how far the same fit was off on measured shapes it was not given
+    (:mod:`moe_oracle.cost.held_out`; None for this shape's own measurements, or where nothing was scored)."""
 
     name: str
     layers: tuple[int, ...]
@@ -55,10 +60,15 @@ class Group:
     rejected: tuple[Rejected, ...]
     notes: tuple[str, ...] = ()
     near_ties: tuple[NearTie, ...] = ()
+    expected_us: float | None = None
+    cost_basis: str | None = None
+    held_out_error: HeldOutError | None = None
 
     @classmethod
     def of(cls, gd: GroupDecision) -> Group:
         c = gd.chosen
+        # what runs: the chosen fused path, else the measured non-fused path the fallback names
+        cost = c.cost if c is not None else gd.nonfused.cost if gd.nonfused is not None else None
         return cls(
             name=gd.group.name,
             layers=tuple(gd.group.layers),
@@ -69,6 +79,9 @@ class Group:
             rejected=tuple(_rejected(r) for r in gd.rejected),
             notes=tuple(gd.notes),
             near_ties=gd.near_ties,
+            expected_us=None if cost is None else cost.us,
+            cost_basis=None if cost is None else cost.basis,
+            held_out_error=None if cost is None else cost.held_out,
         )
 
 

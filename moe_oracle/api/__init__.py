@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from moe_oracle.answers.door import answer, judge, select_asked, selection_of
 from moe_oracle.answers.results import AdvisoryHit, Group, GroupVerdict, Plan, Rejected, Selection, Verdict
+from moe_oracle.cost.held_out import HeldOutError
 from moe_oracle.cost.near_tie import NearTie
 from moe_oracle.errors import (
     BadInputError,
@@ -38,6 +39,7 @@ __all__ = [
     "AdvisoryHit",
     "Group",
     "GroupVerdict",
+    "HeldOutError",
     "NearTie",
     "Plan",
     "Rejected",

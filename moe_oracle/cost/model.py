@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from moe_oracle.cost.active_experts import expected_active_experts, skewed_rank
 from moe_oracle.cost.calibration import Calibration, features, fit_pooled, load_calibrations
+from moe_oracle.cost.held_out import HeldOutError, held_out_error
 from moe_oracle.model.types import MoELayerGroup
 from moe_oracle.rules import VariantSpec
 from moe_oracle.spec.deployment import Deployment
@@ -84,12 +85,14 @@ class CostEstimate:
     """Expected microseconds per layer call, what they rest on (``basis``, one line), whether that is a measurement
     (``measured``: calibrated points or a fit to them, not a roofline) and whether the estimate came from other shapes
     (``transferred``: a fit over shapes other than this one, or a roofline): such an estimate is what
-    :mod:`moe_oracle.cost.near_tie` bands."""
+    :mod:`moe_oracle.cost.near_tie` bands. ``held_out``: for a fit over other shapes, how far that path's fit on the
+    device class was off on shapes it was not given (:mod:`moe_oracle.cost.held_out`; None where none were scored)."""
 
     us: float
     basis: str
     measured: bool
     transferred: bool = False
+    held_out: HeldOutError | None = None
 
 
 def _calibrations_for(
@@ -198,13 +201,17 @@ def estimate_us(
         shapes = "this shape" if same is not None else f"{len(fitted)} other shape{'s' if len(fitted) > 1 else ''}"
         basis = (
             f"{kind}, {head.device} EP{head.ep}, {head.library}; {f.num_points}-point fit over {shapes}, max error "
-            f"{f.max_rel_error:.0%} ({_sources(fitted)})"
+            f"{f.max_rel_error:.0%} on those points ({_sources(fitted)})"
         )
         local = [c for c in fitted if c.origin]
         if local:
             where = "this shape" if same is not None else f"{len(local)} of the {len(fitted)} shapes"
             basis = f"{local[0].origin} ({where}), fit to EP{ep}: " + basis
-        return CostEstimate(us, basis + skewed, head.measured, transferred=same is None)
+        # scored for this device's measured points at their EP only: another EP's error on a new shape is unknown
+        held = held_out_error(head.device, ep, key) if same is None and head.measured and head.ep == ep else None
+        if held is not None:
+            basis += f"; {held.phrase()}"
+        return CostEstimate(us, basis + skewed, head.measured, transferred=same is None, held_out=held)
     dev = deployment.device
     bw = (dev.hbm_tb_s or 3.0) * ROOFLINE_BW_FRACTION  # TB/s == MB/us
     peak = (dev.fp8_tflops or 1000.0) * ROOFLINE_FLOP_FRACTION  # TFLOP/s
@@ -229,6 +236,7 @@ def workload_cost(
     weight = 0.0
     basis = ""
     measured, transferred = True, False
+    held: HeldOutError | None = None
     for tokens, w in workload.points:
         est = estimate_us(spec, group, deployment, tokens, skew=workload.skew)
         total += w * est.us
@@ -236,4 +244,5 @@ def workload_cost(
         basis = est.basis
         measured = measured and est.measured
         transferred = transferred or est.transferred
-    return CostEstimate(total / weight if weight else 0.0, basis, measured, transferred)
+        held = held or est.held_out
+    return CostEstimate(total / weight if weight else 0.0, basis, measured, transferred, held)

@@ -97,6 +97,7 @@ class Candidate:
             "reasons": [r.to_json() for r in self.reasons],
             "expected_us": None if self.cost is None else round(self.cost.us, 1),
             "cost_basis": None if self.cost is None else self.cost.basis,
+            "held_out_error": None if self.cost is None or self.cost.held_out is None else self.cost.held_out.to_json(),
             **({"conversion": self.conversion.to_json()} if self.conversion else {}),
         }
 

@@ -86,6 +86,7 @@ class NonFusedEstimate:
             "description": self.description,
             "expected_us": round(self.cost.us, 1),
             "cost_basis": self.cost.basis,
+            "held_out_error": None if self.cost.held_out is None else self.cost.held_out.to_json(),
         }
 
 
