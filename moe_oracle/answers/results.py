@@ -47,9 +47,9 @@ class Group:
     ``near_ties``: the paths the cost model ranks within its transfer error on this unmeasured shape (the workload's
     or a span of batch sizes), which ``moe-oracle tune`` settles on the GPU. ``expected_us``: the chosen path's (with
     no fused path chosen, the measured non-fused fallback's) expected microseconds per layer call over the workload,
-    on ``cost_basis``; ``held_out_error``: where that cost was
-    estimated from other shapes, how far the same fit was off on measured shapes it was not given
-    (:mod:`moe_oracle.cost.held_out`; None for this shape's own measurements, or where nothing was scored)."""
+    on ``cost_basis``; ``held_out_error``: where that cost was estimated from other shapes, how far the same fit was
+    off on measured shapes it was not given (:mod:`moe_oracle.cost.held_out`; None for this shape's own
+    measurements, or where nothing was scored)."""
 
     name: str
     layers: tuple[int, ...]

@@ -5,9 +5,9 @@ fit's own error (``Fit.max_rel_error``) says how well it reproduces the shapes i
 unmeasured shape meets is its error on a shape it was not given. ``benchmarks/cost_model_loso.py`` measures that:
 each measured shape predicted from a fit over the others. Its ``--held-out`` output, per device class and path (the
 shapes and points scored, the median, 90th percentile and largest ``|predicted / measured - 1|``, and where the
-largest was), is ``moe_oracle/data/held_out_error.json``; a test re-runs it on the committed sweeps, so the file is
-what the sweeps give. A transferred estimate carries its path's entry (:attr:`CostEstimate.held_out`) and says it in
-its cost basis.
+largest was), is ``moe_oracle/data/held_out_error.json`` (one EP per device class: the EP its sweeps were measured
+at); a test re-runs it on the committed sweeps, so the file is what the sweeps give. A transferred estimate
+carries its path's entry (:attr:`CostEstimate.held_out`) and says it in its cost basis.
 """
 
 from __future__ import annotations

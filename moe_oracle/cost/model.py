@@ -207,8 +207,10 @@ def estimate_us(
         if local:
             where = "this shape" if same is not None else f"{len(local)} of the {len(fitted)} shapes"
             basis = f"{local[0].origin} ({where}), fit to EP{ep}: " + basis
-        # scored for this device's measured points at their EP only: another EP's error on a new shape is unknown
-        held = held_out_error(head.device, ep, key) if same is None and head.measured and head.ep == ep else None
+        # scored on this device's measured points at their EP under uniform routing only: another EP's error on a new
+        # shape, or a skewed workload's, is unknown
+        scored = same is None and head.measured and head.ep == ep and not skew
+        held = held_out_error(head.device, ep, key) if scored else None
         if held is not None:
             basis += f"; {held.phrase()}"
         return CostEstimate(us, basis + skewed, head.measured, transferred=same is None, held_out=held)

@@ -85,6 +85,13 @@ def test_another_ep_than_the_one_scored_quotes_none():
     assert group.held_out_error is None and "held out of the fit" not in group.cost_basis
 
 
+def test_a_skewed_workload_quotes_none():
+    """The held-out shapes were routed uniformly: a skewed workload's error on a new shape was never scored."""
+    group = moe_oracle.select(**UNMEASURED, **ASK, workload="mixed@skew=1.2").groups[0]
+    assert group.cost_basis is not None and "routing skew 1.2" in group.cost_basis
+    assert group.held_out_error is None and "held out of the fit" not in group.cost_basis
+
+
 def test_a_measured_shape_quotes_none():
     """GLM-5-FP8's expert shape is in the package calibration: its own points, not a transfer."""
     glm5 = {"hidden_size": 6144, "moe_intermediate_size": 2048, "num_experts": 256, "top_k": 8}
