@@ -51,7 +51,7 @@ from fit_cost_model import calibrations, merge_points
 from moe_oracle.cost import local
 from moe_oracle.cost.calibration import FIVE_TERMS, Calibration, calibration_features, fit_pooled
 from moe_oracle.cost.geometry import Kernel, Regime, geometry
-from moe_oracle.cost.held_out import FORMAT
+from moe_oracle.cost.held_out import HeldOutError, dumps
 from moe_oracle.cost.model import CostEstimate
 from moe_oracle.cost.near_tie import NEAR_TIE, is_near_tie, predicted_gap
 
@@ -211,12 +211,18 @@ def totals(label: str, r: dict[Shape, ShapeScore]) -> str:
     )
 
 
+def path_errors(pm: dict[Cell, float], mm: dict[Cell, float]) -> dict[str, list[tuple[float, Cell]]]:
+    """Per path, every shape's left-out points as (|predicted / measured - 1|, cell), smallest error first."""
+    return {
+        path: sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[1] == path) for path in sorted({k[1] for k in pm})
+    }
+
+
 def per_path(pm: dict[Cell, float], mm: dict[Cell, float], names: dict[Shape, str]) -> None:
     """Per path, over every shape's left-out points: their count, the worst error (shape, T), the median, and how
     many are off by more than 10%."""
     print("| path | points | max error (shape, T) | median error | points over 10% |\n|---|---|---|---|---|")
-    for path in sorted({k[1] for k in pm}, key=lambda p: SHORT.get(p, p)):
-        errs = sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[1] == path)
+    for path, errs in sorted(path_errors(pm, mm).items(), key=lambda kv: SHORT.get(kv[0], kv[0])):
         top, (shape, _, tokens) = errs[-1]
         med = statistics.median(e for e, _ in errs)
         over = sum(e > 0.10 for e, _ in errs)
@@ -225,33 +231,22 @@ def per_path(pm: dict[Cell, float], mm: dict[Cell, float], names: dict[Shape, st
 
 
 def held_out(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:
-    """The JSON of ``moe_oracle/data/held_out_error.json``: per device class and path, over every shape's left-out
-    points, how many shapes and points, the median, 90th percentile (nearest rank) and largest error, and where."""
-    pm, mm = predict(by, None)
+    """The text of ``moe_oracle/data/held_out_error.json`` (:func:`moe_oracle.cost.held_out.dumps`): per path, over
+    every shape's left-out points, how many shapes and points, the median, 90th percentile (nearest rank) and largest
+    error, and where."""
     scored = {(c.device, c.ep, c.measured) for pp in by.values() for cals in pp.values() for c in cals}
     if len(scored) != 1 or not next(iter(scored))[2]:
         raise SystemExit(f"--held-out scores the measurements of one device class at one EP, not {sorted(scored)}")
     device, ep, _ = scored.pop()
-    paths: dict[str, dict[str, object]] = {}
-    for path in sorted({k[1] for k in pm}):
-        errs = sorted((abs(pm[k] / mm[k] - 1), k) for k in pm if k[1] == path)
+    entries = []
+    for path, errs in path_errors(*predict(by, None)).items():
         top, (shape, _, tokens) = errs[-1]
-        paths[path] = {
-            "shapes": len({k[0] for _, k in errs}),
-            "points": len(errs),
-            "median": round(statistics.median(e for e, _ in errs), 4),
-            "p90": round(errs[math.ceil(0.9 * len(errs)) - 1][0], 4),
-            "max": round(top, 4),
-            "worst": f"{names[shape]} at T {tokens}",
-        }
-    doc = {
-        "format": FORMAT,
-        "about": "leave-one-shape-out error of the cost model: each measured shape predicted from a fit over the "
-        "others, |predicted / measured - 1| over its paths' points (moe_oracle/cost/held_out.py)",
-        "written_by": "python benchmarks/cost_model_loso.py --held-out",
-        "devices": {device: {"ep": ep, "paths": paths}},
-    }
-    print(json.dumps(doc, indent=2))
+        median = round(statistics.median(e for e, _ in errs), 4)
+        p90 = round(errs[math.ceil(0.9 * len(errs)) - 1][0], 4)
+        shapes = len({k[0] for _, k in errs})
+        worst = f"{names[shape]} at T {tokens}"
+        entries.append(HeldOutError(device, ep, path, shapes, len(errs), median, p90, round(top, 4), worst))
+    print(dumps(entries), end="")
 
 
 def rates(by: dict[Shape, dict[str, list[Calibration]]], names: dict[Shape, str]) -> None:

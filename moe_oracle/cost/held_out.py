@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
+from typing import Any
 
-#: the package file (in ``moe_oracle.data``)
+#: the package file (in ``moe_oracle.data``, written by :func:`dumps`)
 HELD_OUT_FILE = "held_out_error.json"
 #: what a file states at the top, so that a reader can tell it from another JSON
 FORMAT = "moe-oracle held-out error 1"
@@ -49,10 +51,9 @@ class HeldOutError:
             f"{self.worst}: benchmarks/cost_model_loso.py); moe-oracle tune measures this shape"
         )
 
-    def to_json(self) -> dict[str, object]:
+    def figures(self) -> dict[str, object]:
+        """The entry as a file holds it, under its device class and path (:data:`_FIELDS`)."""
         return {
-            "device": self.device,
-            "ep": self.ep,
             "shapes": self.shapes,
             "points": self.points,
             "median": self.median,
@@ -60,6 +61,34 @@ class HeldOutError:
             "max": self.max,
             "worst": self.worst,
         }
+
+    def to_json(self) -> dict[str, object]:
+        return {"device": self.device, "ep": self.ep, **self.figures()}
+
+
+#: what a file says it is and which command writes it (:func:`dumps`)
+ABOUT = (
+    "leave-one-shape-out error of the cost model: each measured shape predicted from a fit over the others, "
+    "|predicted / measured - 1| over its paths' points (moe_oracle/cost/held_out.py)"
+)
+WRITTEN_BY = "python benchmarks/cost_model_loso.py --held-out"
+
+
+def dumps(entries: Iterable[HeldOutError]) -> str:
+    """The text of a held-out error file for ``entries`` (paths sorted; :func:`parse` reads it back). Raises
+    ValueError for two EPs of one device class or two entries of one path: a file holds one of each."""
+    devices: dict[str, dict[str, Any]] = {}
+    for e in entries:
+        scored = devices.setdefault(e.device, {"ep": e.ep, "paths": {}})
+        if scored["ep"] != e.ep:
+            raise ValueError(f"{e.device}: entries at EP{scored['ep']} and EP{e.ep}; a file holds one EP per device")
+        if e.path in scored["paths"]:
+            raise ValueError(f"{e.device}: two entries for {e.path}")
+        scored["paths"][e.path] = e.figures()
+    for scored in devices.values():
+        scored["paths"] = dict(sorted(scored["paths"].items()))
+    doc = {"format": FORMAT, "about": ABOUT, "written_by": WRITTEN_BY, "devices": devices}
+    return json.dumps(doc, indent=2) + "\n"
 
 
 def parse(text: str, where: str = HELD_OUT_FILE) -> dict[tuple[str, int, str], HeldOutError]:

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import moe_oracle
 from moe_oracle.cost.calibration import load_calibrations
-from moe_oracle.cost.held_out import FORMAT, HELD_OUT_FILE, HeldOutError, held_out_error, parse
+from moe_oracle.cost.held_out import FORMAT, HELD_OUT_FILE, HeldOutError, dumps, held_out_error, parse
 
 ROOT = Path(__file__).resolve().parents[2]
 FUSED = "deep_gemm_mega_moe:sm90_fp8xfp8"
@@ -121,13 +121,41 @@ def _doc(**entry: object) -> str:
     return json.dumps({"format": FORMAT, "devices": {"h200": {"ep": 1, "paths": {FUSED: figures}}}})
 
 
-def test_a_written_entry_reads_back():
-    e = parse(_doc())[("h200", 1, FUSED)]
-    assert e == HeldOutError("h200", 1, FUSED, 3, 30, 0.02, 0.05, 0.1, "x at T 1")
-    doc = e.to_json()
-    paths = {FUSED: {k: v for k, v in doc.items() if k not in ("device", "ep")}}
-    again = json.dumps({"format": FORMAT, "devices": {doc["device"]: {"ep": doc["ep"], "paths": paths}}})
-    assert parse(again)[("h200", 1, FUSED)] == e
+def test_a_written_file_reads_back():
+    entries = [
+        HeldOutError("h200", 1, FUSED, 3, 30, 0.02, 0.05, 0.1, "x at T 1"),
+        HeldOutError("h200", 1, PSUM, 2, 20, 0.01, 0.02, 0.03, "y at T 8"),
+        HeldOutError("b200", 8, FUSED, 4, 40, 0.0, 0.0, 0.0, "z at T 64"),
+    ]
+    assert parse(dumps(entries)) == {(e.device, e.ep, e.path): e for e in entries}
+    assert parse(_doc())[("h200", 1, FUSED)] == entries[0]
+
+
+@st.composite
+def _entries(draw: st.DrawFn) -> list[HeldOutError]:
+    out = []
+    for device in draw(st.lists(st.text(min_size=1, max_size=6), unique=True, max_size=3)):
+        ep = draw(st.integers(1, 64))
+        for path in draw(st.lists(st.text(min_size=1, max_size=12), unique=True, max_size=4)):
+            errs = sorted(draw(st.lists(st.floats(0, 10, allow_nan=False), min_size=3, max_size=3)))
+            worst = draw(st.text(min_size=1, max_size=20).filter(str.strip))
+            counts = draw(st.tuples(st.integers(1, 10**6), st.integers(1, 10**6)))
+            out.append(HeldOutError(device, ep, path, *counts, *errs, worst))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(_entries())
+def test_any_written_file_reads_back(entries):
+    assert parse(dumps(entries)) == {(e.device, e.ep, e.path): e for e in entries}
+
+
+def test_a_file_holds_one_ep_per_device_and_one_entry_per_path():
+    one = HeldOutError("h200", 1, FUSED, 3, 30, 0.02, 0.05, 0.1, "x at T 1")
+    with pytest.raises(ValueError, match="one EP per device"):
+        dumps([one, HeldOutError("h200", 8, PSUM, 3, 30, 0.02, 0.05, 0.1, "x at T 1")])
+    with pytest.raises(ValueError, match="two entries"):
+        dumps([one, one])
 
 
 @pytest.mark.parametrize(
